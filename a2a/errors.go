@@ -1,0 +1,87 @@
+package a2a
+
+import (
+	"errors"
+	"fmt"
+)
+
+// JSON-RPC 2.0 and A2A error codes (1.0 §5.4, §9.5; the same numbers in 0.3).
+const (
+	CodeParseError                   = -32700
+	CodeInvalidRequest               = -32600
+	CodeMethodNotFound               = -32601
+	CodeInvalidParams                = -32602
+	CodeInternalError                = -32603
+	CodeTaskNotFound                 = -32001
+	CodeTaskNotCancelable            = -32002
+	CodePushNotificationNotSupported = -32003
+	CodeUnsupportedOperation         = -32004
+	CodeContentTypeNotSupported      = -32005
+	CodeInvalidAgentResponse         = -32006
+	CodeExtendedCardNotConfigured    = -32007
+	CodeExtensionSupportRequired     = -32008
+	CodeVersionNotSupported          = -32009
+	// CodeServerBusy is an implementation-defined server error (JSON-RPC
+	// reserves -32000..-32099): the mesh is at capacity, retry later.
+	CodeServerBusy = -32000
+)
+
+// Error is a JSON-RPC error object. Its Message is always safe to show a
+// remote caller; internal causes never reach it.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
+
+// Is matches errors by code, so errors.Is(err, ErrTaskNotFound) holds for
+// any task-not-found error whatever its message.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// With returns a copy of e with a more specific message.
+func (e *Error) With(format string, args ...any) *Error {
+	return &Error{Code: e.Code, Message: fmt.Sprintf(format, args...), Data: e.Data}
+}
+
+// Sentinel errors, one per code. Compare with errors.Is.
+var (
+	ErrParse                        = &Error{Code: CodeParseError, Message: "Invalid JSON payload"}
+	ErrInvalidRequest               = &Error{Code: CodeInvalidRequest, Message: "Request payload validation error"}
+	ErrMethodNotFound               = &Error{Code: CodeMethodNotFound, Message: "Method not found"}
+	ErrInvalidParams                = &Error{Code: CodeInvalidParams, Message: "Invalid parameters"}
+	ErrInternal                     = &Error{Code: CodeInternalError, Message: "Internal error"}
+	ErrTaskNotFound                 = &Error{Code: CodeTaskNotFound, Message: "Task not found"}
+	ErrTaskNotCancelable            = &Error{Code: CodeTaskNotCancelable, Message: "Task cannot be canceled"}
+	ErrPushNotificationNotSupported = &Error{Code: CodePushNotificationNotSupported, Message: "Push Notification is not supported"}
+	ErrUnsupportedOperation         = &Error{Code: CodeUnsupportedOperation, Message: "This operation is not supported"}
+	ErrContentTypeNotSupported      = &Error{Code: CodeContentTypeNotSupported, Message: "Incompatible content types"}
+	ErrInvalidAgentResponse         = &Error{Code: CodeInvalidAgentResponse, Message: "Invalid agent response"}
+	ErrExtendedCardNotConfigured    = &Error{Code: CodeExtendedCardNotConfigured, Message: "Extended agent card is not configured"}
+	ErrExtensionSupportRequired     = &Error{Code: CodeExtensionSupportRequired, Message: "Extension support required"}
+	ErrVersionNotSupported          = &Error{Code: CodeVersionNotSupported, Message: "A2A version not supported"}
+	ErrServerBusy                   = &Error{Code: CodeServerBusy, Message: "Server busy, retry later"}
+)
+
+// AsError maps any error to the JSON-RPC error a remote caller may see.
+// A *Error passes through; a *FieldError becomes invalid params naming the
+// field; anything else becomes a bare internal error, so internal text
+// never leaks. This is the one place errors become codes.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return ErrInvalidParams.With("Invalid parameters: %s", fe.Error())
+	}
+	return ErrInternal
+}

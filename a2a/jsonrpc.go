@@ -1,0 +1,164 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays a request may have.
+const MaxDepth = 64
+
+// Request is a JSON-RPC 2.0 request.
+type Request struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+// Response is a JSON-RPC 2.0 response: exactly one of Result and Error.
+type Response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// NullID is the id of a response to a request whose id could not be read.
+var NullID = json.RawMessage("null")
+
+// NewResult returns a success response.
+func NewResult(id json.RawMessage, result any) *Response {
+	return &Response{JSONRPC: "2.0", ID: idOrNull(id), Result: result}
+}
+
+// NewError returns an error response.
+func NewError(id json.RawMessage, err *Error) *Response {
+	return &Response{JSONRPC: "2.0", ID: idOrNull(id), Error: err}
+}
+
+func idOrNull(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return NullID
+	}
+	return id
+}
+
+// ParseRequest decodes and validates one JSON-RPC request. On failure it
+// returns the error to send and whatever id it could read (possibly nil).
+func ParseRequest(body []byte) (*Request, *Error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, ErrInvalidRequest.With("empty request body")
+	}
+	if !json.Valid(body) {
+		return nil, ErrParse
+	}
+	if depthExceeds(body, MaxDepth) {
+		return nil, ErrInvalidRequest.With("request nested deeper than %d levels", MaxDepth)
+	}
+	if body[0] == '[' {
+		return nil, ErrInvalidRequest.With("batch requests are not supported")
+	}
+	if body[0] != '{' {
+		return nil, ErrInvalidRequest.With("request must be a JSON object")
+	}
+	var raw struct {
+		JSONRPC *json.RawMessage `json:"jsonrpc"`
+		ID      json.RawMessage  `json:"id"`
+		Method  *json.RawMessage `json:"method"`
+		Params  json.RawMessage  `json:"params"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, ErrInvalidRequest
+	}
+	req := &Request{Params: raw.Params}
+	if validID(raw.ID) {
+		req.ID = raw.ID
+	} else if len(raw.ID) > 0 {
+		return nil, ErrInvalidRequest.With("id must be a string, number or null")
+	}
+	if raw.JSONRPC == nil || string(*raw.JSONRPC) != `"2.0"` {
+		return req, ErrInvalidRequest.With(`jsonrpc must be "2.0"`)
+	}
+	if raw.Method == nil || json.Unmarshal(*raw.Method, &req.Method) != nil || req.Method == "" {
+		return req, ErrInvalidRequest.With("method must be a non-empty string")
+	}
+	if len(raw.ID) == 0 {
+		return req, ErrInvalidRequest.With("id is required")
+	}
+	if p := bytes.TrimSpace(raw.Params); len(p) > 0 && p[0] != '{' && !bytes.Equal(p, []byte("null")) {
+		return req, ErrInvalidParams.With("params must be an object")
+	}
+	return req, nil
+}
+
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch id[0] {
+	case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+// depthExceeds reports whether valid JSON b nests objects/arrays deeper than max.
+func depthExceeds(b []byte, max int) bool {
+	depth, inStr, esc := 0, false, false
+	for _, c := range b {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// DecodeParams unmarshals params into v, mapping failures to invalid params.
+func DecodeParams(params json.RawMessage, v any) *Error {
+	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
+		params = []byte("{}")
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		if e := AsError(err); e.Code == CodeInvalidParams {
+			return e
+		}
+		var ute *json.UnmarshalTypeError
+		if asType(err, &ute) && ute.Field != "" {
+			return ErrInvalidParams.With("Invalid parameters: %s has the wrong type", ute.Field)
+		}
+		if err == ErrInvalidPart {
+			return ErrInvalidParams.With("Invalid parameters: %s", err.Error())
+		}
+		return ErrInvalidParams
+	}
+	return nil
+}
+
+func asType(err error, target **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*target = t
+	}
+	return ok
+}
