@@ -1,15 +1,28 @@
 package a2a
 
+import "slices"
+
 // Apply folds one entry of a task's event log into t. The log holds the
-// initial Task, user turns (a Message with role user, appended to history),
+// initial Task, user turns (a Message with role user, appended to history
+// and setting the state back to submitted),
 // status updates and artifact updates. Apply is the single definition of how
 // a snapshot follows from its events.
+//
+// Apply never writes to memory reachable from ev: the slices it later grows
+// or edits in place are copied when taken from an event, so one event log
+// can be folded into several snapshots.
 func (t *Task) Apply(ev *StreamResponse) {
 	switch {
 	case ev.Task != nil:
 		*t = *ev.Task
+		t.History = slices.Clone(t.History)
+		t.Artifacts = cloneArtifacts(t.Artifacts)
 	case ev.Message != nil:
 		t.History = append(t.History, *ev.Message)
+		if ev.Message.Role == RoleUser {
+			// A new user turn reopens an interrupted task for a worker.
+			t.Status = TaskStatus{State: StateSubmitted}
+		}
 	case ev.StatusUpdate != nil:
 		t.Status = ev.StatusUpdate.Status
 		if m := t.Status.Message; m != nil {
@@ -20,6 +33,18 @@ func (t *Task) Apply(ev *StreamResponse) {
 	case ev.ArtifactUpdate != nil:
 		t.applyArtifact(ev.ArtifactUpdate)
 	}
+}
+
+func cloneArtifacts(as []Artifact) []Artifact {
+	if as == nil {
+		return nil
+	}
+	out := make([]Artifact, len(as))
+	for i, a := range as {
+		out[i] = a
+		out[i].Parts = slices.Clone(a.Parts)
+	}
+	return out
 }
 
 func (t *Task) applyArtifact(u *TaskArtifactUpdateEvent) {
@@ -35,8 +60,11 @@ func (t *Task) applyArtifact(u *TaskArtifactUpdateEvent) {
 			}
 		} else {
 			*a = u.Artifact
+			a.Parts = slices.Clone(a.Parts)
 		}
 		return
 	}
-	t.Artifacts = append(t.Artifacts, u.Artifact)
+	a := u.Artifact
+	a.Parts = slices.Clone(a.Parts)
+	t.Artifacts = append(t.Artifacts, a)
 }

@@ -1,0 +1,267 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/registry"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Worker runs one Agent against the mesh.
+type Worker struct {
+	Bus   *bus.Bus
+	Agent Agent
+	// Name is the agent's name in the mesh (subject token); defaults to
+	// the card's name when that is a valid token.
+	Name string
+	// Instance names this worker in the registry (default: random).
+	Instance string
+	// Concurrency bounds tasks run at once by this worker (default 16).
+	Concurrency int
+	// Timeout bounds one run of the agent (default 120s); past it the task
+	// fails with a message saying so.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+func (w *Worker) defaults() error {
+	if w.Name == "" {
+		w.Name = w.Agent.Card().Name
+	}
+	if !bus.ValidToken(w.Name) {
+		return fmt.Errorf("agentrt: agent name %q must be 1-128 of [A-Za-z0-9_-]", w.Name)
+	}
+	if w.Instance == "" {
+		w.Instance = newID()[:8]
+	}
+	if w.Concurrency <= 0 {
+		w.Concurrency = 16
+	}
+	if w.Timeout <= 0 {
+		w.Timeout = 120 * time.Second
+	}
+	if w.Logger == nil {
+		w.Logger = slog.Default()
+	}
+	w.Logger = w.Logger.With("agent", w.Name, "instance", w.Instance)
+	return nil
+}
+
+// Run consumes the agent's work queue until ctx ends, then waits for the
+// tasks in hand: a task interrupted by shutdown is handed back to the queue
+// for another worker.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.defaults(); err != nil {
+		return err
+	}
+	cons, err := w.Bus.WorkConsumer(ctx, w.Name)
+	if err != nil {
+		return err
+	}
+	card := w.Agent.Card()
+	card.Name = w.Name
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := registry.Publish(ctx, w.Bus, registry.Entry{Agent: w.Name, Instance: w.Instance, Card: card}, w.Logger); err != nil {
+			w.Logger.Error("registry publish failed", "err", err)
+		}
+	}()
+	w.Logger.Info("worker started", "concurrency", w.Concurrency)
+	// One pull loop per slot: a slot fetches a task only when it is free, so
+	// no task waits in this process while its ack timer runs.
+	for i := 0; i < w.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.slot(ctx, cons)
+		}()
+	}
+	wg.Wait()
+	w.Logger.Info("worker stopped")
+	return nil
+}
+
+func (w *Worker) slot(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second), jetstream.FetchContext(ctx))
+		if err != nil {
+			if ctx.Err() == nil {
+				w.Logger.Warn("fetch failed", "err", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			w.handle(ctx, m)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// handle runs one work item to its end. It acks when the turn is settled
+// (final or interrupted state recorded), naks when the worker is stopping.
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	bg := context.Background()
+	meta, err := m.Metadata()
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	var item bus.WorkItem
+	if err := json.Unmarshal(m.Data(), &item); err != nil || !bus.ValidToken(item.TaskID) {
+		w.Logger.Error("undecodable work item, dead-lettered", "err", err)
+		_ = w.Bus.DeadLetter(bg, w.Name, m.Data(), "undecodable")
+		_ = m.Term()
+		return
+	}
+	log := w.Logger.With("task_id", item.TaskID, "context_id", item.ContextID, "attempt", meta.NumDelivered)
+	opCtx, cancelOp := context.WithTimeout(bg, 10*time.Second)
+	rec, err := w.Bus.LoadTask(opCtx, item.TaskID)
+	cancelOp()
+	switch {
+	case errors.Is(err, bus.ErrTaskNotFound):
+		log.Warn("work item for unknown task dropped")
+		_ = m.Ack()
+		return
+	case err != nil:
+		log.Warn("load task failed; will retry", "err", err)
+		_ = m.NakWithDelay(time.Second)
+		return
+	case rec.Task.Status.State.Terminal():
+		_ = m.Ack() // canceled while queued, or a late redelivery
+		return
+	}
+	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, timeout: 10 * time.Second, rec: rec}
+	if int(meta.NumDelivered) >= w.Bus.Config().MaxDeliver && meta.NumDelivered > 1 {
+		log.Error("task abandoned after repeated worker failures")
+		_ = wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", meta.NumDelivered))
+		_ = w.Bus.DeadLetter(bg, w.Name, m.Data(), "max deliveries")
+		_ = m.Ack()
+		return
+	}
+
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	sub, err := w.Bus.OnCancel(item.TaskID, func() { cancelRun(errCanceled) })
+	if err == nil {
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	stopBeat := w.heartbeat(m)
+	defer stopBeat()
+
+	if err := wr.Working(""); err != nil {
+		if errors.Is(err, ErrTaskClosed) {
+			_ = m.Ack()
+			return
+		}
+		log.Warn("could not mark task working; will retry", "err", err)
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	req := &Request{
+		TaskID: item.TaskID, ContextID: rec.Task.ContextID, Message: item.Message,
+		History: historyBefore(rec.Task.History, item.Message.MessageID), Artifacts: rec.Task.Artifacts,
+		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
+	}
+	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, errTimedOut)
+	defer cancelTimeout()
+	runErr := w.runAgent(timeoutCtx, req, wr)
+
+	cause := context.Cause(timeoutCtx)
+	switch {
+	case wr.finalState().Final():
+		// The agent settled the turn itself.
+	case ctx.Err() != nil && !errors.Is(cause, errCanceled) && !errors.Is(cause, errTimedOut):
+		// Worker shutting down: hand the task to another worker.
+		log.Info("worker stopping; task handed back to the queue")
+		_ = m.Nak()
+		return
+	case errors.Is(cause, errCanceled) || errors.Is(runErr, ErrTaskClosed):
+		// Canceled (or closed by someone else): the log already says so.
+	case errors.Is(cause, errTimedOut):
+		log.Warn("task timed out", "timeout", w.Timeout)
+		_ = wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))
+	case runErr != nil:
+		log.Error("agent failed", "err", runErr)
+		_ = wr.Fail(failureText(runErr))
+	default:
+		_ = wr.Complete("")
+	}
+	_ = m.Ack()
+}
+
+var (
+	errCanceled = errors.New("task canceled")
+	errTimedOut = errors.New("task timed out")
+)
+
+// runAgent runs the agent, turning a panic into an error.
+func (w *Worker) runAgent(ctx context.Context, req *Request, wr EventWriter) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("agent panicked: %v", r)
+		}
+	}()
+	return w.Agent.Run(ctx, req, wr)
+}
+
+// failureText is what a client sees of an agent error: its kind, never its
+// internal text.
+func failureText(err error) string {
+	var pub interface{ PublicMessage() string }
+	if errors.As(err, &pub) {
+		return pub.PublicMessage()
+	}
+	return "the agent failed while processing the task (internal error)"
+}
+
+// heartbeat tells JetStream the task is still in progress every third of
+// AckWait, until the returned stop is called.
+func (w *Worker) heartbeat(m jetstream.Msg) func() {
+	every := w.Bus.Config().AckWait / 3
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// historyBefore returns history up to (not including) the message with id.
+func historyBefore(h []a2a.Message, id string) []a2a.Message {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].MessageID == id {
+			return h[:i]
+		}
+	}
+	return h
+}

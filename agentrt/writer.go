@@ -1,0 +1,85 @@
+package agentrt
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/google/uuid"
+)
+
+func newID() string { return uuid.NewString() }
+
+// writer is the EventWriter of one run. It caches the task snapshot it last
+// wrote, so each event costs one append and one snapshot store.
+type writer struct {
+	b       *bus.Bus
+	taskID  string
+	ctxID   string
+	timeout time.Duration
+
+	mu    sync.Mutex
+	rec   *bus.TaskRecord
+	final a2a.TaskState // last state written by this run, if final
+}
+
+func (w *writer) update(ev *a2a.StreamResponse) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.final.Final() {
+		return ErrTaskClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	defer cancel()
+	rec, _, err := w.b.UpdateTask(ctx, w.taskID, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) {
+		return ev, nil
+	})
+	if errors.Is(err, bus.ErrTerminal) {
+		w.rec = rec
+		return ErrTaskClosed
+	}
+	if err != nil {
+		w.rec = nil // reload next time
+		return err
+	}
+	w.rec = rec
+	if ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final() {
+		w.final = ev.StatusUpdate.Status.State
+	}
+	return nil
+}
+
+func (w *writer) status(state a2a.TaskState, text string) error {
+	st := a2a.TaskStatus{State: state, Timestamp: a2a.Now()}
+	if text != "" {
+		st.Message = AgentMessage(w.taskID, w.ctxID, text)
+	}
+	return w.update(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
+		TaskID: w.taskID, ContextID: w.ctxID, Status: st,
+	}})
+}
+
+func (w *writer) Working(text string) error       { return w.status(a2a.StateWorking, text) }
+func (w *writer) InputRequired(text string) error { return w.status(a2a.StateInputRequired, text) }
+func (w *writer) Complete(text string) error      { return w.status(a2a.StateCompleted, text) }
+func (w *writer) Fail(text string) error          { return w.status(a2a.StateFailed, text) }
+func (w *writer) Reject(text string) error        { return w.status(a2a.StateRejected, text) }
+
+func (w *writer) Artifact(a a2a.Artifact, appendChunk, lastChunk bool) error {
+	if a.ArtifactID == "" {
+		a.ArtifactID = newID()
+	}
+	return w.update(&a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{
+		TaskID: w.taskID, ContextID: w.ctxID, Artifact: a, Append: appendChunk, LastChunk: lastChunk,
+	}})
+}
+
+// finalState is the final state this run wrote, or "".
+func (w *writer) finalState() a2a.TaskState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.final
+}

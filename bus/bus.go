@@ -1,0 +1,190 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config sets the JetStream layout's limits. Zero values take the defaults
+// from DefaultConfig.
+type Config struct {
+	// Replicas for every stream and bucket: 1 on a single node, 3 on a cluster.
+	Replicas int
+	// Retention is how long a task (snapshot and events) is kept after its
+	// last change.
+	Retention time.Duration
+	// MaxQueued bounds tasks waiting in the work queue; past it, sends are
+	// refused (DiscardNew) rather than dropping queued tasks.
+	MaxQueued int64
+	// MaxQueueBytes bounds the work queue's size in bytes.
+	MaxQueueBytes int64
+	// DuplicateWindow is how long a retried send with the same messageId is
+	// recognised.
+	DuplicateWindow time.Duration
+	// AckWait is how long a worker may hold a task without a heartbeat
+	// before it is redelivered to another worker.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one work item; the last one fails the
+	// task and dead-letters it.
+	MaxDeliver int
+	// RegistryTTL is how long an agent card stays without a heartbeat.
+	RegistryTTL time.Duration
+}
+
+// DefaultConfig is the layout used when a field is left zero.
+var DefaultConfig = Config{
+	Replicas:        1,
+	Retention:       24 * time.Hour,
+	MaxQueued:       100_000,
+	MaxQueueBytes:   1 << 30,
+	DuplicateWindow: 2 * time.Minute,
+	AckWait:         30 * time.Second,
+	MaxDeliver:      5,
+	RegistryTTL:     10 * time.Second,
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig
+	if c.Replicas > 0 {
+		d.Replicas = c.Replicas
+	}
+	if c.Retention > 0 {
+		d.Retention = c.Retention
+	}
+	if c.MaxQueued > 0 {
+		d.MaxQueued = c.MaxQueued
+	}
+	if c.MaxQueueBytes > 0 {
+		d.MaxQueueBytes = c.MaxQueueBytes
+	}
+	if c.DuplicateWindow > 0 {
+		d.DuplicateWindow = c.DuplicateWindow
+	}
+	if c.AckWait > 0 {
+		d.AckWait = c.AckWait
+	}
+	if c.MaxDeliver > 0 {
+		d.MaxDeliver = c.MaxDeliver
+	}
+	if c.RegistryTTL > 0 {
+		d.RegistryTTL = c.RegistryTTL
+	}
+	return d
+}
+
+// Bus is a connection to the mesh's JetStream layout. It is safe for
+// concurrent use.
+type Bus struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	cfg      Config
+	events   jetstream.Stream
+	tasks    jetstream.KeyValue
+	idem     jetstream.KeyValue
+	registry jetstream.KeyValue
+}
+
+// Open ensures the streams and buckets exist (creating or updating them)
+// and returns a Bus using nc. The caller keeps ownership of nc.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	b := &Bus{nc: nc, js: js, cfg: cfg}
+	if err := b.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Bus) ensure(ctx context.Context) error {
+	c := b.cfg
+	streams := []jetstream.StreamConfig{{
+		Name:        StreamWork,
+		Description: "a2amesh: tasks waiting for a worker, one subject per agent",
+		Subjects:    []string{subjWorkPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Discard:     jetstream.DiscardNew,
+		MaxMsgs:     c.MaxQueued,
+		MaxBytes:    c.MaxQueueBytes,
+		Duplicates:  c.DuplicateWindow,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	}, {
+		Name:        StreamEvents,
+		Description: "a2amesh: each task's ordered event log",
+		Subjects:    []string{subjEventsPrefix + "*"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      c.Retention,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+		AllowDirect: true,
+	}, {
+		Name:        StreamDead,
+		Description: "a2amesh: work items that exhausted their deliveries",
+		Subjects:    []string{subjDeadPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      c.Retention,
+		MaxMsgs:     100_000,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	}}
+	for _, sc := range streams {
+		if _, err := b.js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
+		}
+	}
+	var err error
+	b.events, err = b.js.Stream(ctx, StreamEvents)
+	if err != nil {
+		return fmt.Errorf("bus: stream %s: %w", StreamEvents, err)
+	}
+	kvs := []struct {
+		dst *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&b.tasks, jetstream.KeyValueConfig{Bucket: BucketTasks, Description: "a2amesh: task snapshots",
+			History: 1, TTL: c.Retention, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
+		{&b.idem, jetstream.KeyValueConfig{Bucket: BucketIdem, Description: "a2amesh: messageId to taskId, for retried sends",
+			History: 1, TTL: c.Retention, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
+		{&b.registry, jetstream.KeyValueConfig{Bucket: BucketRegistry, Description: "a2amesh: agent cards of live workers",
+			History: 1, TTL: c.RegistryTTL * 3, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
+	}
+	for _, k := range kvs {
+		kv, err := b.js.CreateOrUpdateKeyValue(ctx, k.cfg)
+		if err != nil {
+			return fmt.Errorf("bus: bucket %s: %w", k.cfg.Bucket, err)
+		}
+		*k.dst = kv
+	}
+	return nil
+}
+
+// Conn is the underlying NATS connection.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// JetStream is the underlying JetStream context.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Config is the layout configuration in force.
+func (b *Bus) Config() Config { return b.cfg }
+
+// Registry is the agent-card bucket.
+func (b *Bus) Registry() jetstream.KeyValue { return b.registry }
+
+// isWrongLastSeq reports a failed compare-and-set (expected last sequence).
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

@@ -1,0 +1,59 @@
+package bus
+
+// Every stream, bucket and subject the mesh uses is named in this file.
+//
+//	A2A_WORK     stream, WorkQueue   a2a.work.<agent>       tasks waiting for a worker
+//	A2A_EVENTS   stream, Limits      a2a.events.<taskId>    each task's event log (seq = SSE id)
+//	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
+//	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
+//	A2A_IDEM     KV, TTL             <hash>                 messageId -> taskId, for retried sends
+//	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
+//	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
+const (
+	StreamWork   = "A2A_WORK"
+	StreamEvents = "A2A_EVENTS"
+	StreamDead   = "A2A_DEAD"
+
+	BucketTasks    = "A2A_TASKS"
+	BucketIdem     = "A2A_IDEM"
+	BucketRegistry = "A2A_REGISTRY"
+
+	subjWorkPrefix    = "a2a.work."
+	subjEventsPrefix  = "a2a.events."
+	subjDeadPrefix    = "a2a.dead."
+	subjControlPrefix = "a2a.control."
+
+	// Header names carried on bus messages.
+	HdrMsgID = "Nats-Msg-Id"
+	HdrState = "A2a-State"
+)
+
+// WorkSubject is where tasks for agent wait.
+func WorkSubject(agent string) string { return subjWorkPrefix + agent }
+
+// EventsSubject is the event log of one task.
+func EventsSubject(taskID string) string { return subjEventsPrefix + taskID }
+
+// DeadSubject receives work items of agent that could not be processed.
+func DeadSubject(agent string) string { return subjDeadPrefix + agent }
+
+// ControlSubject carries control messages (cancel) for one task.
+func ControlSubject(taskID string) string { return subjControlPrefix + taskID }
+
+// ConsumerName is the durable consumer shared by all workers of agent.
+func ConsumerName(agent string) string { return "worker_" + agent }
+
+// ValidToken reports whether s can be used as one subject token (agent
+// names, task ids): 1-128 of [A-Za-z0-9_-].
+func ValidToken(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,84 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ServerConfig configures an embedded NATS server with JetStream.
+type ServerConfig struct {
+	// DataDir holds JetStream's files. Required.
+	DataDir string
+	// Host and Port for client connections; Port -1 picks a free port,
+	// and DontListen serves in-process connections only.
+	Host       string
+	Port       int
+	DontListen bool
+	// SyncAlways makes JetStream fsync every write (sync_interval: always),
+	// trading throughput for surviving an OS crash; see the README.
+	SyncAlways bool
+	// ServerName names the node (defaults to a generated one).
+	ServerName string
+}
+
+// Server is an embedded NATS server with JetStream enabled.
+type Server struct {
+	ns *server.Server
+}
+
+// StartServer starts an embedded NATS server and waits until it is ready.
+func StartServer(cfg ServerConfig) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("bus: embedded server needs a data dir")
+	}
+	opts := &server.Options{
+		ServerName:         cfg.ServerName,
+		Host:               cfg.Host,
+		Port:               cfg.Port,
+		DontListen:         cfg.DontListen,
+		JetStream:          true,
+		StoreDir:           cfg.DataDir,
+		NoSigs:             true,
+		NoLog:              true,
+		MaxPayload:         8 << 20,
+		JetStreamMaxMemory: 256 << 20,
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Port == 0 {
+		opts.Port = -1
+	}
+	if cfg.SyncAlways {
+		opts.SyncAlways = true
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: new server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("bus: embedded NATS server not ready after 15s")
+	}
+	return &Server{ns: ns}, nil
+}
+
+// ClientURL is the URL clients connect to (empty with DontListen).
+func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// Connect opens a client connection to the embedded server (in-process,
+// no sockets), with the mesh's usual reconnect settings.
+func (s *Server) Connect(name string) (*nats.Conn, error) {
+	return nats.Connect("", nats.InProcessServer(s.ns), nats.Name(name), nats.MaxReconnects(-1))
+}
+
+// Shutdown stops the server and waits for it to finish.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}

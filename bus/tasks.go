@@ -1,0 +1,425 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A task lives in two places. Its event log (subject a2a.events.<id>) is the
+// truth: every change is one event appended with an expected-last-subject-
+// sequence, a compare-and-set on the log itself, so two writers can never
+// both extend the same state and a terminal state stays terminal. The KV
+// snapshot (bucket A2A_TASKS) is the fold of the log up to LastSeq; it is
+// written after each append and repaired by whoever finds it behind the
+// log, so a writer that dies between the two loses nothing.
+
+// Errors callers branch on.
+var (
+	ErrTaskNotFound = errors.New("bus: task not found")
+	ErrTerminal     = errors.New("bus: task is in a terminal state")
+	ErrQueueFull    = errors.New("bus: work queue is full")
+	ErrContention   = errors.New("bus: too much contention on task")
+)
+
+// Event header names on the log.
+const (
+	hdrAgent = "A2a-Agent"
+	hdrOwner = "A2a-Owner"
+)
+
+// TaskRecord is a task snapshot with what the mesh needs beside it.
+type TaskRecord struct {
+	Task    a2a.Task `json:"task"`
+	Agent   string   `json:"agent"`
+	Owner   string   `json:"owner,omitempty"`
+	LastSeq uint64   `json:"lastSeq"`
+	Created string   `json:"created"`
+	Updated string   `json:"updated"`
+
+	rev uint64 // KV revision this record was read at
+}
+
+// clone returns a copy whose slices can be appended to without touching r.
+func (r *TaskRecord) clone() *TaskRecord {
+	c := *r
+	c.Task.History = append([]a2a.Message(nil), r.Task.History...)
+	c.Task.Artifacts = append([]a2a.Artifact(nil), r.Task.Artifacts...)
+	return &c
+}
+
+// apply folds one logged event into a copy of r.
+func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskRecord {
+	c := r.clone()
+	c.Task.Apply(ev)
+	c.LastSeq = seq
+	c.Updated = at
+	return c
+}
+
+// CreateTask starts a task's log with its initial snapshot and stores the
+// snapshot. It fails if the task id already has a log.
+func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
+	now := a2a.Now()
+	rec.Created, rec.Updated = now, now
+	hdr := nats.Header{}
+	hdr.Set(hdrAgent, rec.Agent)
+	if rec.Owner != "" {
+		hdr.Set(hdrOwner, rec.Owner)
+	}
+	task := rec.Task
+	seq, err := b.appendEvent(ctx, rec.Task.ID, &a2a.StreamResponse{Task: &task}, 0, hdr)
+	if err != nil {
+		if isWrongLastSeq(err) {
+			return nil, fmt.Errorf("bus: task %s already exists", rec.Task.ID)
+		}
+		return nil, err
+	}
+	rec.LastSeq = seq
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := b.tasks.Create(ctx, rec.Task.ID, data)
+	if err != nil {
+		// The log has the task; the next reader repairs the snapshot.
+		return rec, nil
+	}
+	rec.rev = rev
+	return rec, nil
+}
+
+// LoadTask returns the task's current snapshot, folding any events the
+// stored snapshot is missing.
+func (b *Bus) LoadTask(ctx context.Context, id string) (*TaskRecord, error) {
+	rec, err := b.getStored(ctx, id)
+	if err != nil && !errors.Is(err, ErrTaskNotFound) {
+		return nil, err
+	}
+	last, lerr := b.events.GetLastMsgForSubject(ctx, EventsSubject(id))
+	if lerr != nil {
+		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
+			if rec != nil {
+				return rec, nil // log expired before the snapshot: the snapshot stands
+			}
+			return nil, ErrTaskNotFound
+		}
+		return nil, lerr
+	}
+	if rec != nil && last.Sequence <= rec.LastSeq {
+		return rec, nil
+	}
+	return b.repair(ctx, id, rec)
+}
+
+// getStored reads the KV snapshot without consulting the log.
+func (b *Bus) getStored(ctx context.Context, id string) (*TaskRecord, error) {
+	if !ValidToken(id) {
+		return nil, ErrTaskNotFound
+	}
+	e, err := b.tasks.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, ErrTaskNotFound
+		}
+		return nil, fmt.Errorf("bus: get task: %w", err)
+	}
+	var rec TaskRecord
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return nil, fmt.Errorf("bus: decode task %s: %w", id, err)
+	}
+	rec.rev = e.Revision()
+	return &rec, nil
+}
+
+// forward folds the log's events after rec.LastSeq (rec nil: from the start).
+func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRecord, error) {
+	subj := EventsSubject(id)
+	next := uint64(1)
+	if rec != nil {
+		next = rec.LastSeq + 1
+	}
+	for i := 0; i < 100_000; i++ {
+		m, err := b.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bus: read log of %s: %w", id, err)
+		}
+		var ev a2a.StreamResponse
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			return nil, fmt.Errorf("bus: decode event %d of %s: %w", m.Sequence, id, err)
+		}
+		at := a2a.FormatTime(m.Time)
+		if rec == nil {
+			if ev.Task == nil {
+				return nil, fmt.Errorf("bus: log of %s does not start with its task", id)
+			}
+			rec = &TaskRecord{Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner), Created: at}
+		}
+		rev := rec.rev
+		rec = rec.apply(&ev, m.Sequence, at)
+		rec.rev = rev
+		next = m.Sequence + 1
+	}
+	if rec == nil {
+		return nil, ErrTaskNotFound
+	}
+	return rec, nil
+}
+
+// repair folds the log into the stored snapshot and stores the result.
+// Storing is best effort: a lost race means someone stored a newer fold.
+func (b *Bus) repair(ctx context.Context, id string, rec *TaskRecord) (*TaskRecord, error) {
+	fresh, err := b.forward(ctx, id, rec)
+	if err != nil {
+		return nil, err
+	}
+	b.store(ctx, fresh, rec == nil)
+	return fresh, nil
+}
+
+func (b *Bus) store(ctx context.Context, rec *TaskRecord, create bool) bool {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return false
+	}
+	var rev uint64
+	if create {
+		rev, err = b.tasks.Create(ctx, rec.Task.ID, data)
+	} else {
+		rev, err = b.tasks.Update(ctx, rec.Task.ID, data, rec.rev)
+	}
+	if err != nil {
+		return false
+	}
+	rec.rev = rev
+	return true
+}
+
+// Mutation decides the next event of a task from its current snapshot. It
+// must not modify rec. Returning an error aborts the update with it.
+type Mutation func(rec *TaskRecord) (*a2a.StreamResponse, error)
+
+// UpdateTask appends the event chosen by mutate to the task's log, retrying
+// on contention with a fresh snapshot, then stores the new snapshot. rec may
+// be a snapshot the caller already holds (nil loads one). A terminal task
+// refuses every event with ErrTerminal.
+func (b *Bus) UpdateTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation) (*TaskRecord, *a2a.StreamResponse, error) {
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if rec == nil {
+			if rec, err = b.LoadTask(ctx, id); err != nil {
+				return nil, nil, err
+			}
+		}
+		if rec.Task.Status.State.Terminal() {
+			return rec, nil, ErrTerminal
+		}
+		ev, err := mutate(rec)
+		if err != nil {
+			return rec, nil, err
+		}
+		seq, err := b.appendEvent(ctx, id, ev, rec.LastSeq, nil)
+		if isWrongLastSeq(err) {
+			if rec, err = b.forward(ctx, id, rec); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return rec, nil, err
+		}
+		next := rec.apply(ev, seq, a2a.Now())
+		if !b.store(ctx, next, false) {
+			b.settle(ctx, id, seq)
+			if s, err := b.getStored(ctx, id); err == nil && s.LastSeq == seq {
+				next.rev = s.rev
+			}
+		}
+		return next, ev, nil
+	}
+	return rec, nil, ErrContention
+}
+
+// settle makes sure the stored snapshot includes event seq after a lost
+// store race, repairing from the log a bounded number of times.
+func (b *Bus) settle(ctx context.Context, id string, seq uint64) {
+	for i := 0; i < 10; i++ {
+		s, err := b.getStored(ctx, id)
+		if err != nil && !errors.Is(err, ErrTaskNotFound) {
+			return
+		}
+		if s != nil && s.LastSeq >= seq {
+			return
+		}
+		fresh, err := b.forward(ctx, id, s)
+		if err != nil {
+			return
+		}
+		if b.store(ctx, fresh, s == nil) {
+			return
+		}
+	}
+}
+
+// appendEvent publishes ev on the task's log, expecting the log's last
+// sequence to be expect (0: no event yet).
+func (b *Bus) appendEvent(ctx context.Context, id string, ev *a2a.StreamResponse, expect uint64, hdr nats.Header) (uint64, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return 0, fmt.Errorf("bus: encode event: %w", err)
+	}
+	msg := &nats.Msg{Subject: EventsSubject(id), Data: data, Header: hdr}
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	if ev.StatusUpdate != nil {
+		msg.Header.Set(HdrState, string(ev.StatusUpdate.Status.State))
+	}
+	ack, err := b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// Event is one entry of a task's log with its stream sequence (the SSE id).
+type Event struct {
+	Seq  uint64
+	Resp *a2a.StreamResponse
+}
+
+// EventReader reads a task's log in order from a starting point, waiting
+// for new events. Close it when done.
+type EventReader struct {
+	C    <-chan Event // closed when the reader stops
+	err  error
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// ReadEvents starts reading the log of task id from the first event after
+// seq afterSeq. Events arrive on the returned reader's channel until ctx
+// ends or Close is called.
+func (b *Bus) ReadEvents(ctx context.Context, id string, afterSeq uint64) (*EventReader, error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{EventsSubject(id)},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    afterSeq + 1,
+	}
+	cons, err := b.js.OrderedConsumer(ctx, StreamEvents, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus: read log of %s: %w", id, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	it, err := cons.Messages(jetstream.PullMaxMessages(64))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("bus: read log of %s: %w", id, err)
+	}
+	ch := make(chan Event, 16)
+	r := &EventReader{C: ch, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		defer close(ch)
+		defer it.Stop()
+		for {
+			m, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				if ctx.Err() == nil {
+					r.err = err
+				}
+				return
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				r.err = err
+				return
+			}
+			var ev a2a.StreamResponse
+			if err := json.Unmarshal(m.Data(), &ev); err != nil {
+				r.err = fmt.Errorf("bus: decode event %d: %w", meta.Sequence.Stream, err)
+				return
+			}
+			select {
+			case ch <- Event{Seq: meta.Sequence.Stream, Resp: &ev}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return r, nil
+}
+
+// Close stops the reader and waits for its goroutine.
+func (r *EventReader) Close() {
+	r.stop()
+	<-r.done
+}
+
+// Err is the error that stopped the reader, if any (valid after C closes).
+func (r *EventReader) Err() error { return r.err }
+
+// WatchStates subscribes (core NATS, no replay) to state changes of task id
+// and calls fn with each new state. It is cheap and used by blocking calls;
+// delivery is at most once, so callers also poll. Unsubscribe when done.
+func (b *Bus) WatchStates(id string, fn func(a2a.TaskState)) (*nats.Subscription, error) {
+	return b.nc.Subscribe(EventsSubject(id), func(m *nats.Msg) {
+		if s := m.Header.Get(HdrState); s != "" {
+			fn(a2a.TaskState(s))
+		}
+	})
+}
+
+// ListTasks returns every stored snapshot accepted by keep. It reads the
+// bucket with one ordered watcher, not one request per key.
+func (b *Bus) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*TaskRecord, error) {
+	w, err := b.tasks.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("bus: list tasks: %w", err)
+	}
+	defer w.Stop()
+	var out []*TaskRecord
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok || e == nil {
+				return out, nil
+			}
+			var rec TaskRecord
+			if json.Unmarshal(e.Value(), &rec) != nil {
+				continue
+			}
+			rec.rev = e.Revision()
+			if keep(&rec) {
+				out = append(out, &rec)
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// ClaimMessage records that key (derived from a client's messageId) created
+// task taskID. If key was already claimed it returns the earlier task id.
+func (b *Bus) ClaimMessage(ctx context.Context, key, taskID string) (existing string, err error) {
+	_, err = b.idem.Create(ctx, key, []byte(taskID))
+	if err == nil {
+		return "", nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", fmt.Errorf("bus: claim message: %w", err)
+	}
+	e, err := b.idem.Get(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("bus: claim message: %w", err)
+	}
+	return string(e.Value()), nil
+}

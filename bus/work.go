@@ -1,0 +1,108 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// WorkItem asks an agent to process one user turn of a task.
+type WorkItem struct {
+	TaskID    string `json:"taskId"`
+	ContextID string `json:"contextId"`
+	Agent     string `json:"agent"`
+	// Message is the user turn to process (already in the task's history).
+	Message a2a.Message `json:"message"`
+	// AcceptedOutputModes are the client's accepted media types.
+	AcceptedOutputModes []string `json:"acceptedOutputModes,omitempty"`
+	// Metadata is the request's metadata.
+	Metadata a2a.Metadata `json:"metadata,omitempty"`
+	Owner    string       `json:"owner,omitempty"`
+	Enqueued string       `json:"enqueued"`
+}
+
+// Enqueue puts item on its agent's work queue. msgID makes the publish
+// idempotent within the duplicate window; hdr carries trace context.
+// A full queue yields ErrQueueFull.
+func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr nats.Header) error {
+	data, err := json.Marshal(item)
+	if err != nil {
+		return fmt.Errorf("bus: encode work item: %w", err)
+	}
+	msg := &nats.Msg{Subject: WorkSubject(item.Agent), Data: data, Header: hdr}
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	opts := []jetstream.PublishOpt{}
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	if _, err := b.js.PublishMsg(ctx, msg, opts...); err != nil {
+		if isQueueFull(err) {
+			return ErrQueueFull
+		}
+		return fmt.Errorf("bus: enqueue for %s: %w", item.Agent, err)
+	}
+	return nil
+}
+
+func isQueueFull(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "maximum messages exceeded") || strings.Contains(s, "maximum bytes exceeded") ||
+		strings.Contains(s, "resource limits exceeded")
+}
+
+// WorkConsumer returns the durable pull consumer shared by every worker of
+// agent, creating it on first use.
+func (b *Bus) WorkConsumer(ctx context.Context, agent string) (jetstream.Consumer, error) {
+	if !ValidToken(agent) {
+		return nil, fmt.Errorf("bus: invalid agent name %q", agent)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       ConsumerName(agent),
+		Description:   "a2amesh: workers of agent " + agent,
+		FilterSubject: WorkSubject(agent),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.cfg.AckWait,
+		MaxDeliver:    b.cfg.MaxDeliver,
+		MaxAckPending: 10_000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamWork, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer for %s: %w", agent, err)
+	}
+	return c, nil
+}
+
+// DeadLetter records a work item that could not be processed.
+func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason string) error {
+	msg := &nats.Msg{Subject: DeadSubject(agent), Data: data, Header: nats.Header{}}
+	msg.Header.Set("A2a-Reason", reason)
+	_, err := b.js.PublishMsg(ctx, msg)
+	return err
+}
+
+// Control messages.
+const controlCancel = "cancel"
+
+// PublishCancel tells whichever worker holds task id to stop it. Delivery
+// is at most once; the task's terminal state in the log is what binds.
+func (b *Bus) PublishCancel(id string) error {
+	return b.nc.Publish(ControlSubject(id), []byte(controlCancel))
+}
+
+// OnCancel calls fn when a cancel for task id arrives. Unsubscribe when the
+// task is no longer held.
+func (b *Bus) OnCancel(id string, fn func()) (*nats.Subscription, error) {
+	return b.nc.Subscribe(ControlSubject(id), func(m *nats.Msg) {
+		if string(m.Data) == controlCancel {
+			fn()
+		}
+	})
+}
