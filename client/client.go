@@ -1,0 +1,392 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/a2amesh/a2amesh/a2a"
+)
+
+const (
+	// ProtocolVersion is the A2A version the client speaks, sent in the
+	// A2A-Version header of every call.
+	ProtocolVersion = "1.0"
+
+	// DefaultMaxResponseBytes bounds a response body, and each event of a
+	// stream, unless WithMaxResponseBytes says otherwise.
+	DefaultMaxResponseBytes = 16 << 20
+
+	// errorBodyBytes bounds how much of a failed response is read: enough
+	// for a JSON-RPC error or a short diagnostic, never a whole page.
+	errorBodyBytes = 64 << 10
+	// snippetBytes is how much of an unusable body an error quotes.
+	snippetBytes = 200
+)
+
+// The 1.0 JSON-RPC method names the client calls.
+const (
+	methodSend      = "SendMessage"
+	methodStream    = "SendStreamingMessage"
+	methodGet       = "GetTask"
+	methodList      = "ListTasks"
+	methodCancel    = "CancelTask"
+	methodSubscribe = "SubscribeToTask"
+)
+
+var (
+	// ErrResponseTooLarge is wrapped by errors for a response body, or a
+	// stream event, larger than the client's bound.
+	ErrResponseTooLarge = errors.New("response too large")
+	// ErrInvalidResponse is wrapped by errors for a well-formed JSON-RPC
+	// response whose result does not have the shape the method promises.
+	ErrInvalidResponse = errors.New("invalid response")
+)
+
+// Client calls one agent's A2A 1.0 JSON-RPC endpoint. It is safe for
+// concurrent use.
+type Client struct {
+	url     string
+	hc      *http.Client
+	header  http.Header
+	tenant  string
+	maxBody int64
+	lastID  atomic.Int64
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send its requests with hc instead of a
+// plain &http.Client{} (which has no timeout: streams may be long; bound
+// calls with their context).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// WithHeader sets a header on every request (for example Authorization or
+// A2A-Extensions). The protocol's own headers (Content-Type, Accept,
+// A2A-Version, Last-Event-ID) cannot be overridden this way.
+func WithHeader(key, value string) Option {
+	return func(c *Client) { c.header.Set(key, value) }
+}
+
+// WithTenant sets the 1.0 "tenant" parameter on every request that does not
+// already name one.
+func WithTenant(tenant string) Option {
+	return func(c *Client) { c.tenant = tenant }
+}
+
+// WithMaxResponseBytes bounds a response body and each stream event to n
+// bytes (n <= 0 keeps DefaultMaxResponseBytes).
+func WithMaxResponseBytes(n int64) Option {
+	return func(c *Client) {
+		if n > 0 {
+			c.maxBody = n
+		}
+	}
+}
+
+// New returns a client for the agent whose JSON-RPC endpoint is baseURL,
+// e.g. http://127.0.0.1:8080/agents/echo.
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{
+		url:     baseURL,
+		hc:      &http.Client{},
+		header:  http.Header{},
+		maxBody: DefaultMaxResponseBytes,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// URL returns the endpoint the client calls.
+func (c *Client) URL() string { return c.url }
+
+// Send calls SendMessage. The result holds either a Task or a Message.
+func (c *Client) Send(ctx context.Context, req *a2a.SendMessageRequest) (*a2a.StreamResponse, error) {
+	params, err := c.sendParams(req)
+	if err != nil {
+		return nil, err
+	}
+	var res a2a.StreamResponse
+	if err := c.call(ctx, methodSend, params, &res); err != nil {
+		return nil, err
+	}
+	if (res.Task == nil) == (res.Message == nil) || res.StatusUpdate != nil || res.ArtifactUpdate != nil {
+		return nil, fmt.Errorf("%s: %w: result must hold exactly one of task or message", methodSend, ErrInvalidResponse)
+	}
+	return &res, nil
+}
+
+// Stream calls SendStreamingMessage and returns the stream of its events.
+// The caller must Close the stream.
+func (c *Client) Stream(ctx context.Context, req *a2a.SendMessageRequest) (*Stream, error) {
+	params, err := c.sendParams(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.openStream(ctx, methodStream, params, "")
+}
+
+// Subscribe calls SubscribeToTask for the task taskID. A non-empty
+// lastEventID is sent as the Last-Event-ID header, asking the server to
+// resume after that event. The caller must Close the stream.
+func (c *Client) Subscribe(ctx context.Context, taskID, lastEventID string) (*Stream, error) {
+	return c.openStream(ctx, methodSubscribe, &a2a.TaskIDRequest{Tenant: c.tenant, ID: taskID}, lastEventID)
+}
+
+// GetTask calls GetTask. A nil historyLength leaves the history length to
+// the server.
+func (c *Client) GetTask(ctx context.Context, id string, historyLength *int) (*a2a.Task, error) {
+	var t a2a.Task
+	if err := c.call(ctx, methodGet, &a2a.GetTaskRequest{Tenant: c.tenant, ID: id, HistoryLength: historyLength}, &t); err != nil {
+		return nil, err
+	}
+	if t.ID == "" {
+		return nil, fmt.Errorf("%s: %w: task without id", methodGet, ErrInvalidResponse)
+	}
+	return &t, nil
+}
+
+// ListTasks calls ListTasks; a nil req lists with the server's defaults.
+func (c *Client) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	var p a2a.ListTasksRequest
+	if req != nil {
+		p = *req
+	}
+	if p.Tenant == "" {
+		p.Tenant = c.tenant
+	}
+	var res a2a.ListTasksResponse
+	if err := c.call(ctx, methodList, &p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Cancel calls CancelTask and returns the task as the server left it.
+func (c *Client) Cancel(ctx context.Context, id string) (*a2a.Task, error) {
+	var t a2a.Task
+	if err := c.call(ctx, methodCancel, &a2a.TaskIDRequest{Tenant: c.tenant, ID: id}, &t); err != nil {
+		return nil, err
+	}
+	if t.ID == "" {
+		return nil, fmt.Errorf("%s: %w: task without id", methodCancel, ErrInvalidResponse)
+	}
+	return &t, nil
+}
+
+// sendParams copies req, filling in the client's tenant.
+func (c *Client) sendParams(req *a2a.SendMessageRequest) (*a2a.SendMessageRequest, error) {
+	if req == nil || req.Message == nil {
+		return nil, errors.New("client: send needs a message")
+	}
+	p := *req
+	if p.Tenant == "" {
+		p.Tenant = c.tenant
+	}
+	return &p, nil
+}
+
+type rpcRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int64  `json:"id"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
+}
+
+type rpcResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   *a2a.Error      `json:"error"`
+}
+
+// hasResult reports whether r carries a non-null result.
+func (r *rpcResponse) hasResult() bool {
+	b := bytes.TrimSpace(r.Result)
+	return len(b) > 0 && !bytes.Equal(b, []byte("null"))
+}
+
+func (c *Client) newRequest(ctx context.Context, method string, params any, accept string) (*http.Request, error) {
+	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: c.lastID.Add(1), Method: method, Params: params})
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	c.setHeaders(req, accept)
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+func (c *Client) setHeaders(req *http.Request, accept string) {
+	for k, vs := range c.header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("A2A-Version", ProtocolVersion)
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "a2amesh-client")
+	}
+}
+
+// call does one unary JSON-RPC call and decodes its result into result.
+func (c *Client) call(ctx context.Context, method string, params, result any) error {
+	req, err := c.newRequest(ctx, method, params, "application/json")
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	env, err := c.readResponse(resp)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(env.Result, result); err != nil {
+		return fmt.Errorf("%s: %w: %v", method, ErrInvalidResponse, err)
+	}
+	return nil
+}
+
+// readResponse reads a unary JSON-RPC response. A JSON-RPC error comes back
+// as *a2a.Error whatever the HTTP status; any other non-200 answer, or a 200
+// answer that is not a JSON-RPC response, as *HTTPError.
+func (c *Client) readResponse(resp *http.Response) (*rpcResponse, error) {
+	limit := c.maxBody
+	if resp.StatusCode != http.StatusOK && limit > errorBodyBytes {
+		limit = errorBodyBytes
+	}
+	body, err := readBounded(resp.Body, limit)
+	if err != nil && (resp.StatusCode == http.StatusOK || !errors.Is(err, ErrResponseTooLarge)) {
+		return nil, fmt.Errorf("reading response (HTTP %s): %w", status(resp), err)
+	}
+	var env rpcResponse
+	if json.Unmarshal(body, &env) == nil {
+		if env.Error != nil {
+			return nil, env.Error
+		}
+		if resp.StatusCode == http.StatusOK && env.hasResult() {
+			return &env, nil
+		}
+	}
+	he := newHTTPError(resp, body)
+	if resp.StatusCode == http.StatusOK {
+		he.Problem = "not a JSON-RPC response"
+	}
+	return nil, he
+}
+
+// readBounded reads all of r, failing with ErrResponseTooLarge beyond max bytes.
+// On that failure it returns the first max bytes too.
+func readBounded(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return b, err
+	}
+	if int64(len(b)) > max {
+		return b[:max], fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, max)
+	}
+	return b, nil
+}
+
+// HTTPError reports an HTTP answer that carries no JSON-RPC response: a
+// non-200 status without a JSON-RPC error body, or a 200 whose body is not
+// a JSON-RPC response (or not an agent card).
+type HTTPError struct {
+	StatusCode  int
+	Status      string // e.g. "404 Not Found"
+	ContentType string
+	Problem     string // what was wrong with a 200 answer; empty otherwise
+	Body        string // the start of the body, on one line
+}
+
+func (e *HTTPError) Error() string {
+	var b strings.Builder
+	b.WriteString("HTTP ")
+	b.WriteString(e.Status)
+	if e.Problem != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Problem)
+		if e.ContentType != "" {
+			fmt.Fprintf(&b, " (%s)", e.ContentType)
+		}
+	}
+	if e.Body != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Body)
+	}
+	return b.String()
+}
+
+func newHTTPError(resp *http.Response, body []byte) *HTTPError {
+	return &HTTPError{
+		StatusCode:  resp.StatusCode,
+		Status:      status(resp),
+		ContentType: resp.Header.Get("Content-Type"),
+		Body:        snippet(body),
+	}
+}
+
+func status(resp *http.Response) string {
+	if resp.Status != "" {
+		return resp.Status
+	}
+	return fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+}
+
+// snippet returns the start of body on one line, for error messages.
+func snippet(body []byte) string {
+	if len(body) > snippetBytes {
+		body = body[:snippetBytes]
+		for len(body) > 0 && !utf8.Valid(body) {
+			body = body[:len(body)-1]
+		}
+		body = append(body[:len(body):len(body)], "…"...)
+	}
+	return strings.Join(strings.Fields(string(body)), " ")
+}
+
+// mediaType returns the lower-case media type of a Content-Type header.
+func mediaType(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(contentType))
+	}
+	return mt
+}
+
+// NewID returns a random UUID (version 4), suitable as a message id.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// TextMessage returns a user message with a fresh id and one text part.
+func TextMessage(text string) *a2a.Message {
+	return &a2a.Message{MessageID: NewID(), Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(text)}}
+}
