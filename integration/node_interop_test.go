@@ -1,0 +1,115 @@
+//go:build meshtest
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+)
+
+// nodeScriptTimeout bounds each interop script run. The scripts bound
+// themselves too (20 s per check, 100 s per run), so this only trips if
+// node itself wedges.
+const nodeScriptTimeout = 2 * time.Minute
+
+// nodeCheck is one line of interop script output.
+type nodeCheck struct {
+	Check  string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	MS     int64  `json:"ms"`
+}
+
+// TestNodeSDKInterop drives the mesh with the official A2A JavaScript SDK
+// (@a2a-js/sdk 1.x for A2A 1.0 and 0.3.x for A2A 0.3) and reports each of
+// the scripts' checks as a subtest.
+func TestNodeSDKInterop(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH; install Node.js 20+ to run the JS SDK interop test")
+	}
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"a2a-v1", "a2a-v03"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			t.Skipf("integration/node/node_modules/%s is missing; run `npm ci` in integration/node", pkg)
+		}
+	}
+
+	m := meshtest.Start(t)
+
+	for _, script := range []string{"interop-v1.mjs", "interop-v03.mjs"} {
+		t.Run(strings.TrimSuffix(script, ".mjs"), func(t *testing.T) {
+			runNodeChecks(t, node, dir, script, m.URL)
+		})
+	}
+}
+
+func runNodeChecks(t *testing.T, node, dir, script, url string) {
+	ctx, cancel := context.WithTimeout(context.Background(), nodeScriptTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, node, script, url)
+	cmd.Dir = dir
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	runErr := cmd.Run()
+
+	var checks []nodeCheck
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		var c nodeCheck
+		if line == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil || c.Check == "" {
+			t.Logf("%s: unparsed output: %s", script, line)
+			continue
+		}
+		checks = append(checks, c)
+	}
+
+	failed := 0
+	for _, c := range checks {
+		t.Run(c.Check, func(t *testing.T) {
+			if !c.OK {
+				t.Errorf("%s (%d ms)", c.Detail, c.MS)
+				return
+			}
+			t.Logf("%s (%d ms)", c.Detail, c.MS)
+		})
+		if !c.OK {
+			failed++
+		}
+	}
+
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("node %s did not finish within %v", script, nodeScriptTimeout)
+	}
+	switch {
+	case len(checks) == 0:
+		t.Errorf("node %s produced no checks: %v\nstderr:\n%s", script, runErr, stderr.String())
+	case runErr != nil && failed == 0:
+		t.Errorf("node %s failed although every check passed: %v\nstderr:\n%s", script, runErr, stderr.String())
+	case runErr == nil && failed > 0:
+		t.Errorf("node %s exited 0 with %d failed checks", script, failed)
+	case stderr.Len() > 0:
+		t.Logf("node %s stderr:\n%s", script, stderr.String())
+	}
+}
