@@ -40,7 +40,7 @@ func (e *Error) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.
 // any task-not-found error whatever its message.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+	return ok && t != nil && t.Code == e.Code
 }
 
 // With returns a copy of e with a more specific message.
@@ -77,6 +77,9 @@ func AsError(err error) *Error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil { // a typed nil *Error returned as error
+			return ErrInternal
+		}
 		return e
 	}
 	var fe *FieldError

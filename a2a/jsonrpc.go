@@ -3,6 +3,8 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays a request may have.
@@ -51,11 +53,13 @@ func ParseRequest(body []byte) (*Request, *Error) {
 	if len(body) == 0 {
 		return nil, ErrInvalidRequest.With("empty request body")
 	}
-	if !json.Valid(body) {
-		return nil, ErrParse
-	}
+	// Depth first: it is cheap, and encoding/json's own nesting limit would
+	// otherwise report a very deep but valid body as a parse error.
 	if depthExceeds(body, MaxDepth) {
 		return nil, ErrInvalidRequest.With("request nested deeper than %d levels", MaxDepth)
+	}
+	if !json.Valid(body) {
+		return nil, ErrParse
 	}
 	if body[0] == '[' {
 		return nil, ErrInvalidRequest.With("batch requests are not supported")
@@ -72,7 +76,7 @@ func ParseRequest(body []byte) (*Request, *Error) {
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, ErrInvalidRequest
 	}
-	req := &Request{Params: raw.Params}
+	req := &Request{JSONRPC: "2.0", Params: raw.Params}
 	if validID(raw.ID) {
 		req.ID = raw.ID
 	} else if len(raw.ID) > 0 {
@@ -144,21 +148,30 @@ func DecodeParams(params json.RawMessage, v any) *Error {
 			return e
 		}
 		var ute *json.UnmarshalTypeError
-		if asType(err, &ute) && ute.Field != "" {
-			return ErrInvalidParams.With("Invalid parameters: %s has the wrong type", ute.Field)
+		if errors.As(err, &ute) {
+			if f := publicFieldPath(ute.Field); f != "" {
+				return ErrInvalidParams.With("Invalid parameters: %s has the wrong type", f)
+			}
+			return ErrInvalidParams.With("Invalid parameters: params must be a JSON object")
 		}
-		if err == ErrInvalidPart {
-			return ErrInvalidParams.With("Invalid parameters: %s", err.Error())
+		if errors.Is(err, ErrInvalidPart) {
+			return ErrInvalidParams.With("Invalid parameters: %s", ErrInvalidPart.Error())
 		}
 		return ErrInvalidParams
 	}
 	return nil
 }
 
-func asType(err error, target **json.UnmarshalTypeError) bool {
-	t, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*target = t
+// publicFieldPath turns encoding/json's field path into the JSON path the
+// caller sent: the decoders in lenient.go embed a local type named plain,
+// whose Go name encoding/json includes in the path ("plain.message.plain.parts").
+func publicFieldPath(path string) string {
+	segs := strings.Split(path, ".")
+	out := segs[:0]
+	for _, s := range segs {
+		if s != "" && s != "plain" {
+			out = append(out, s)
+		}
 	}
-	return ok
+	return strings.Join(out, ".")
 }

@@ -28,15 +28,43 @@ var stateAliases = map[string]TaskState{
 // ParseTaskState reads a state in any supported spelling; ok is false for
 // an unknown value.
 func ParseTaskState(s string) (TaskState, bool) {
-	if st := TaskState(s); st.Valid() || st == StateUnspecified {
+	if st := TaskState(strings.ToUpper(s)); st.Valid() || st == StateUnspecified {
 		return st, true
 	}
 	st, ok := stateAliases[strings.ToLower(s)]
 	return st, ok
 }
 
-// UnmarshalJSON accepts 1.0 enum names and 0.3 kebab-case names.
+// stateNumbers are the 1.0 enum numbers, which ProtoJSON parsers accept.
+var stateNumbers = []TaskState{StateUnspecified, StateSubmitted, StateWorking, StateCompleted,
+	StateFailed, StateCanceled, StateInputRequired, StateRejected, StateAuthRequired}
+
+var roleNumbers = []Role{RoleUnspecified, RoleUser, RoleAgent}
+
+// enumNumber reads a ProtoJSON enum given as its number; ok is false if b
+// is not an integer in [0, n).
+func enumNumber(b []byte, n int) (int, bool) {
+	var i int
+	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) || json.Unmarshal(b, &i) != nil || i < 0 || i >= n {
+		return 0, false
+	}
+	return i, true
+}
+
+// isNull reports whether b is the JSON literal null, which ProtoJSON treats
+// as the field's default (here: leave the value unchanged).
+func isNull(b []byte) bool { return string(b) == "null" }
+
+// UnmarshalJSON accepts 1.0 enum names (any case), 1.0 enum numbers and 0.3
+// kebab-case names; null leaves s unchanged.
 func (s *TaskState) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		return nil
+	}
+	if i, ok := enumNumber(b, len(stateNumbers)); ok {
+		*s = stateNumbers[i]
+		return nil
+	}
 	var v string
 	if err := json.Unmarshal(b, &v); err != nil {
 		return &FieldError{Field: "state", Reason: "must be a string"}
@@ -49,8 +77,16 @@ func (s *TaskState) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// UnmarshalJSON accepts ROLE_USER / ROLE_AGENT and user / agent.
+// UnmarshalJSON accepts ROLE_USER / ROLE_AGENT, user / agent and the 1.0
+// enum numbers; null leaves r unchanged.
 func (r *Role) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		return nil
+	}
+	if i, ok := enumNumber(b, len(roleNumbers)); ok {
+		*r = roleNumbers[i]
+		return nil
+	}
 	var v string
 	if err := json.Unmarshal(b, &v); err != nil {
 		return &FieldError{Field: "role", Reason: "must be a string"}

@@ -124,7 +124,7 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 		n++
 		raw, err := decodeBase64(*w.Raw)
 		if err != nil {
-			return fmt.Errorf("part raw: %w", err)
+			return &FieldError{Field: "part.raw", Reason: "not valid base64"}
 		}
 		p.Kind, p.Raw = PartRaw, raw
 	}
@@ -152,10 +152,15 @@ func decodeBase64(s string) ([]byte, error) {
 	return nil, errors.New("not valid base64")
 }
 
+// compactJSON returns b in the form encoding/json emits a RawMessage in
+// (compact, with <, >, &, U+2028 and U+2029 escaped in strings), so a part
+// decodes to the same Data before and after a marshal round trip.
 func compactJSON(b json.RawMessage) json.RawMessage {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
 		return b
 	}
-	return buf.Bytes()
+	var out bytes.Buffer
+	json.HTMLEscape(&out, buf.Bytes())
+	return out.Bytes()
 }

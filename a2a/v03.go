@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -33,6 +34,26 @@ type fileV03 struct {
 	MimeType string `json:"mimeType,omitempty"`
 	Bytes    string `json:"bytes,omitempty"`
 	URI      string `json:"uri,omitempty"`
+	isURI    bool
+}
+
+// MarshalJSON always emits exactly one of bytes and uri, even when it is
+// empty: the 0.3 schema requires one (FileWithBytes / FileWithUri).
+func (f fileV03) MarshalJSON() ([]byte, error) {
+	type withBytes struct {
+		Name     string `json:"name,omitempty"`
+		MimeType string `json:"mimeType,omitempty"`
+		Bytes    string `json:"bytes"`
+	}
+	type withURI struct {
+		Name     string `json:"name,omitempty"`
+		MimeType string `json:"mimeType,omitempty"`
+		URI      string `json:"uri"`
+	}
+	if f.isURI || (f.URI != "" && f.Bytes == "") {
+		return json.Marshal(withURI{Name: f.Name, MimeType: f.MimeType, URI: f.URI})
+	}
+	return json.Marshal(withBytes{Name: f.Name, MimeType: f.MimeType, Bytes: f.Bytes})
 }
 
 // PartV03 is the 0.3 wire shape of a part.
@@ -58,10 +79,10 @@ func (p Part) ToV03() PartV03 {
 		w.File = &fileV03{Name: p.Filename, MimeType: p.MediaType, Bytes: base64.StdEncoding.EncodeToString(p.Raw)}
 	case PartURL:
 		w.Kind = "file"
-		w.File = &fileV03{Name: p.Filename, MimeType: p.MediaType, URI: p.URL}
+		w.File = &fileV03{Name: p.Filename, MimeType: p.MediaType, URI: p.URL, isURI: true}
 	case PartData:
 		w.Kind = "data"
-		w.Data = p.Data
+		w.Data = bytes.TrimSpace(p.Data)
 		if len(w.Data) == 0 || w.Data[0] != '{' {
 			v := w.Data
 			if len(v) == 0 {
