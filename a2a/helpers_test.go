@@ -14,9 +14,13 @@ import (
 
 // Shared fixtures and helpers for the package's tests.
 
+// specDir holds the protocol specifications (outside the module).
 const (
-	protoPath     = "../../shared/spec/v1.0.1/a2a.proto"
-	schemaV03Path = "../../shared/spec/v0.3.0/a2a.json"
+	specDir       = "../../shared/spec"
+	protoPath     = specDir + "/v1.0.1/a2a.proto"
+	schemaV03Path = specDir + "/v0.3.0/a2a.json"
+	specV10Path   = specDir + "/v1.0.1/specification.md"
+	specV03Path   = specDir + "/v0.3.0/specification.md"
 )
 
 func intPtr(i int) *int { return &i }

@@ -26,6 +26,24 @@ type Response struct {
 	Error   *Error          `json:"error,omitempty"`
 }
 
+// MarshalJSON emits exactly one of result and error, as JSON-RPC 2.0
+// requires: a success response carries "result" even when it is null.
+func (r Response) MarshalJSON() ([]byte, error) {
+	id := idOrNull(r.ID)
+	if r.Error != nil {
+		return json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *Error          `json:"error"`
+		}{r.JSONRPC, id, r.Error})
+	}
+	return json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result"`
+	}{r.JSONRPC, id, r.Result})
+}
+
 // NullID is the id of a response to a request whose id could not be read.
 var NullID = json.RawMessage("null")
 

@@ -241,3 +241,34 @@ func TestPublicFieldPath(t *testing.T) {
 	assert.Equal(t, "", publicFieldPath("plain"))
 	assert.Equal(t, "id", publicFieldPath("id"))
 }
+
+// A response carries exactly one of result and error, and always an id.
+func TestResponseExactlyOneMember(t *testing.T) {
+	tests := []struct {
+		name string
+		resp Response
+		want string
+	}{
+		{"nil result still present", *NewResult(json.RawMessage(`1`), nil), `{"jsonrpc":"2.0","id":1,"result":null}`},
+		{"empty result", *NewResult(json.RawMessage(`1`), struct{}{}), `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{"false result", *NewResult(json.RawMessage(`"x"`), false), `{"jsonrpc":"2.0","id":"x","result":false}`},
+		{"error wins over result", Response{JSONRPC: "2.0", ID: json.RawMessage(`2`), Result: "r", Error: ErrInternal},
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error"}}`},
+		{"literal without id", Response{JSONRPC: "2.0", Result: 1}, `{"jsonrpc":"2.0","id":null,"result":1}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.resp)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.want, string(b))
+			bp, err := json.Marshal(&tc.resp)
+			require.NoError(t, err)
+			assert.Equal(t, string(b), string(bp), "pointer and value marshal the same")
+		})
+	}
+	// A decoded response reads back.
+	var back Response
+	require.NoError(t, json.Unmarshal([]byte(`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Task not found"}}`), &back))
+	assert.ErrorIs(t, back.Error, ErrTaskNotFound)
+	assert.Equal(t, "3", string(back.ID))
+}
