@@ -93,8 +93,10 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) slot(ctx context.Context, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second), jetstream.FetchContext(ctx))
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
 		if err != nil {
+			cancel()
 			if ctx.Err() == nil {
 				w.Logger.Warn("fetch failed", "err", err)
 				sleepCtx(ctx, time.Second)
@@ -104,6 +106,7 @@ func (w *Worker) slot(ctx context.Context, cons jetstream.Consumer) {
 		for m := range batch.Messages() {
 			w.handle(ctx, m)
 		}
+		cancel()
 	}
 }
 

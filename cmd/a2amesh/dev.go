@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/devmesh"
+)
+
+func init() {
+	register("dev", "run a whole mesh in one process: embedded NATS+JetStream, one edge, built-in agents (default)", runDev)
+}
+
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	listen := fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)")
+	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh"), "directory for JetStream data (env A2AMESH_DATA)")
+	natsListen := fs.String("nats-listen", envOr("A2AMESH_NATS_LISTEN", ""), "also serve NATS clients at host:port, e.g. 127.0.0.1:4222 (env A2AMESH_NATS_LISTEN)")
+	publicURL := fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)")
+	defAgent := fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", "echo"), "agent serving /a2a calls without a tenant (env A2AMESH_DEFAULT_AGENT)")
+	cors := fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)")
+	keepAlive := fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)")
+	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
+	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", 30*time.Second), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
+	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
+	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
+	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	log := newLogger(*logLevel)
+	cfg := devmesh.Config{
+		Listen: *listen, DataDir: *data, NATSListen: *natsListen, PublicURL: *publicURL,
+		DefaultAgent: *defAgent, KeepAlive: *keepAlive, TaskTimeout: *timeout, Logger: log,
+		Bus: bus.Config{AckWait: *ackWait, Retention: *retention},
+	}
+	if *cors != "" {
+		cfg.CORSOrigins = strings.Split(*cors, ",")
+	}
+	cfg.SyncAlways = *syncAlways
+	m, err := devmesh.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("a2amesh dev ready", "url", m.URL(), "data", *data)
+	fmt.Fprintf(os.Stderr, "\n  a2amesh is ready: %s\n  mesh card: %s/.well-known/agent-card.json\n  agents:    %s/agents\n\n", m.URL(), m.URL(), m.URL())
+	<-ctx.Done()
+	log.Info("shutting down")
+	m.Close()
+	return nil
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if v := os.Getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

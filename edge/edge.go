@@ -1,0 +1,225 @@
+package edge
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/registry"
+)
+
+// Config configures an edge. Bus and Registry are required.
+type Config struct {
+	Bus      *bus.Bus
+	Registry *registry.Table
+	// PublicURL is the base URL clients reach this edge at, used in cards
+	// (default: derived from each request's Host).
+	PublicURL string
+	// DefaultAgent serves POST /a2a calls that name no tenant.
+	DefaultAgent string
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// KeepAlive is the interval of SSE comment keep-alives (default 15s).
+	KeepAlive time.Duration
+	// CORSOrigins lists origins allowed to call from a browser ("*" for
+	// any); empty disables CORS.
+	CORSOrigins []string
+	// MeshName and MeshDescription describe the mesh card.
+	MeshName        string
+	MeshDescription string
+	Logger          *slog.Logger
+}
+
+// Edge is the HTTP handler of one edge node.
+type Edge struct {
+	cfg Config
+	bus *bus.Bus
+	reg *registry.Table
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New returns an edge serving cfg.
+func New(cfg Config) *Edge {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.MeshName == "" {
+		cfg.MeshName = "a2amesh"
+	}
+	if cfg.MeshDescription == "" {
+		cfg.MeshDescription = "An A2A mesh: every agent of the fleet behind one endpoint. Name an agent with the 1.0 tenant field, or call /agents/{name}."
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
+	e.routes()
+	return e
+}
+
+func (e *Edge) routes() {
+	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json"} {
+		e.mux.HandleFunc("GET "+p, e.serveMeshCard)
+		e.mux.HandleFunc("GET /agents/{name}"+p, e.serveAgentCard)
+	}
+	e.mux.HandleFunc("GET /agents", e.serveAgents)
+	e.mux.HandleFunc("GET /agents/{$}", e.serveAgents)
+	e.mux.HandleFunc("POST /agents/{name}", e.serveRPC)
+	e.mux.HandleFunc("POST /a2a", e.serveRPC)
+	e.mux.HandleFunc("POST /{$}", e.serveRPC)
+	e.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+	})
+}
+
+// ServeHTTP serves the edge's routes, with CORS and panic recovery.
+func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			e.log.Error("panic serving request", "path", r.URL.Path, "panic", p)
+			writeJSON(w, http.StatusInternalServerError, a2a.NewError(nil, a2a.ErrInternal))
+		}
+	}()
+	if e.cors(w, r) {
+		return
+	}
+	e.mux.ServeHTTP(w, r)
+}
+
+// baseURL is the public base URL for links in cards.
+func (e *Edge) baseURL(r *http.Request) string {
+	if e.cfg.PublicURL != "" {
+		return e.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
+}
+
+// agentCard is an agent's registered card with its interfaces pointing at
+// this edge: /agents/{name} and /a2a with the agent as tenant.
+func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.AgentCard {
+	base := e.baseURL(r)
+	c.Name = name
+	c.Capabilities.PushNotifications = a2a.Bool(false)
+	c.Capabilities.ExtendedAgentCard = a2a.Bool(false)
+	c.SupportsAuthenticatedExtendedCard = a2a.Bool(false)
+	if c.Version == "" {
+		c.Version = "1.0.0"
+	}
+	if c.Skills == nil {
+		c.Skills = []a2a.AgentSkill{}
+	}
+	if len(c.DefaultInputModes) == 0 {
+		c.DefaultInputModes = []string{"text/plain"}
+	}
+	if len(c.DefaultOutputModes) == 0 {
+		c.DefaultOutputModes = []string{"text/plain"}
+	}
+	return c.WithEndpoint(base+"/agents/"+name, base+"/a2a", name)
+}
+
+func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	c, ok := e.reg.Lookup(name)
+	if !ok || !bus.ValidToken(name) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no live agent named " + name})
+		return
+	}
+	writeJSON(w, http.StatusOK, e.agentCard(r, name, c))
+}
+
+func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
+	entries := e.reg.Agents()
+	cards := make([]a2a.AgentCard, 0, len(entries))
+	for _, en := range entries {
+		cards = append(cards, e.agentCard(r, en.Agent, en.Card))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": cards})
+}
+
+// serveMeshCard is the card of the mesh itself: one interface, /a2a,
+// serving every agent by tenant (and the default agent without one); its
+// skills are the live agents.
+func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
+	base := e.baseURL(r)
+	entries := e.reg.Agents()
+	skills := make([]a2a.AgentSkill, 0, len(entries))
+	for _, en := range entries {
+		skills = append(skills, a2a.AgentSkill{
+			ID: en.Agent, Name: en.Agent, Description: en.Card.Description,
+			Tags: []string{"agent"},
+		})
+	}
+	c := a2a.AgentCard{
+		Name: e.cfg.MeshName, Description: e.cfg.MeshDescription, Version: "1.0.0",
+		Capabilities: a2a.AgentCapabilities{
+			Streaming: a2a.Bool(true), PushNotifications: a2a.Bool(false), ExtendedAgentCard: a2a.Bool(false),
+		},
+		SupportsAuthenticatedExtendedCard: a2a.Bool(false),
+		DefaultInputModes:                 []string{"text/plain", "application/json"},
+		DefaultOutputModes:                []string{"text/plain", "application/json"},
+		Skills:                            skills,
+	}
+	writeJSON(w, http.StatusOK, c.WithEndpoint(base+"/a2a", "", ""))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// cors applies the CORS policy; it reports true when it answered a
+// preflight request itself.
+func (e *Edge) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || len(e.cfg.CORSOrigins) == 0 {
+		return false
+	}
+	allowed := false
+	for _, o := range e.cfg.CORSOrigins {
+		if o == "*" || strings.EqualFold(o, origin) {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Content-Type")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, A2A-Version, A2A-Extensions, Last-Event-ID, traceparent, tracestate")
+		h.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	}
+	return false
+}

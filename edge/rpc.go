@@ -1,0 +1,206 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+)
+
+// call is one JSON-RPC call being served.
+type call struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	req     *a2a.Request
+	op      a2a.Op
+	version a2a.Version
+	// agent is the agent the call addresses; pinned is true when the
+	// client named it (path or tenant), so tasks of other agents are not
+	// visible through it.
+	agent  string
+	pinned bool
+	owner  string
+	log    *slog.Logger
+}
+
+func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > e.cfg.MaxBodyBytes {
+		e.writeRPC(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
+			a2a.ErrInvalidRequest.With("request body exceeds %d bytes", e.cfg.MaxBodyBytes)))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			e.writeRPC(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
+				a2a.ErrInvalidRequest.With("request body exceeds %d bytes", e.cfg.MaxBodyBytes)))
+			return
+		}
+		e.writeRPC(w, http.StatusBadRequest, a2a.NewError(nil, a2a.ErrInvalidRequest.With("could not read request body")))
+		return
+	}
+	req, rpcErr := a2a.ParseRequest(body)
+	var id json.RawMessage
+	if req != nil {
+		id = req.ID
+	}
+	if rpcErr != nil {
+		e.writeRPC(w, http.StatusOK, a2a.NewError(id, rpcErr))
+		return
+	}
+	op, mv, ok := a2a.LookupMethod(req.Method)
+	if !ok {
+		e.writeRPC(w, http.StatusOK, a2a.NewError(id, a2a.ErrMethodNotFound.With("Method not found: %s", trunc(req.Method, 64))))
+		return
+	}
+	hv := r.Header.Get("A2A-Version")
+	if hv == "" {
+		hv = r.URL.Query().Get("A2A-Version")
+	}
+	version, rpcErr := a2a.NegotiateVersion(mv, hv)
+	if rpcErr != nil {
+		e.writeRPC(w, http.StatusOK, a2a.NewError(id, rpcErr))
+		return
+	}
+	c := &call{w: w, r: r, req: req, op: op, version: version}
+	if rpcErr := e.resolveAgent(c); rpcErr != nil {
+		e.writeRPC(w, http.StatusOK, a2a.NewError(id, rpcErr))
+		return
+	}
+	c.log = e.log.With("method", req.Method, "agent", c.agent)
+	e.dispatch(c)
+}
+
+// resolveAgent picks the agent a call addresses: the path's, else the
+// tenant param's, else the default agent. Sends need a live agent; task
+// calls only need a name to scope by.
+func (e *Edge) resolveAgent(c *call) *a2a.Error {
+	if name := c.r.PathValue("name"); name != "" {
+		c.agent, c.pinned = name, true
+	} else {
+		var t struct {
+			Tenant string `json:"tenant"`
+		}
+		if len(c.req.Params) > 0 {
+			_ = json.Unmarshal(c.req.Params, &t)
+		}
+		if t.Tenant != "" {
+			c.agent, c.pinned = t.Tenant, true
+		} else {
+			c.agent = e.cfg.DefaultAgent
+		}
+	}
+	if c.agent != "" && !bus.ValidToken(c.agent) {
+		return a2a.ErrInvalidParams.With("unknown agent %q", trunc(c.agent, 64))
+	}
+	if c.op == a2a.OpSend || c.op == a2a.OpStream {
+		if c.agent == "" {
+			return a2a.ErrInvalidParams.With("no agent named: call /agents/{name} or set the tenant field")
+		}
+		if _, ok := e.reg.Lookup(c.agent); !ok {
+			return a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", c.agent)
+		}
+	}
+	return nil
+}
+
+func (e *Edge) dispatch(c *call) {
+	var (
+		result any
+		err    error
+	)
+	switch c.op {
+	case a2a.OpSend:
+		result, err = e.send(c)
+	case a2a.OpStream:
+		err = e.stream(c)
+	case a2a.OpGet:
+		result, err = e.getTask(c)
+	case a2a.OpList:
+		result, err = e.listTasks(c)
+	case a2a.OpCancel:
+		result, err = e.cancelTask(c)
+	case a2a.OpSubscribe:
+		err = e.subscribe(c)
+	case a2a.OpPushSet, a2a.OpPushGet, a2a.OpPushList, a2a.OpPushDelete:
+		err = a2a.ErrPushNotificationNotSupported
+	case a2a.OpExtendedCard:
+		err = a2a.ErrExtendedCardNotConfigured
+	default:
+		err = a2a.ErrMethodNotFound
+	}
+	if errors.Is(err, errStreamStarted) {
+		return
+	}
+	if err != nil {
+		rerr := a2a.AsError(err)
+		if rerr.Code == a2a.CodeInternalError {
+			c.log.Error("request failed", "err", err)
+		}
+		e.writeRPC(c.w, http.StatusOK, a2a.NewError(c.req.ID, rerr))
+		return
+	}
+	e.writeRPC(c.w, http.StatusOK, a2a.NewResult(c.req.ID, result))
+}
+
+// errStreamStarted means the SSE response was written (and ended) by the
+// handler; nothing more to send.
+var errStreamStarted = errors.New("stream started")
+
+func (e *Edge) writeRPC(w http.ResponseWriter, status int, resp *a2a.Response) {
+	writeJSON(w, status, resp)
+}
+
+// encode shapes a result for the call's protocol version.
+func (c *call) encodeTask(t *a2a.Task) any {
+	if c.version == a2a.V03 {
+		return t.ToV03()
+	}
+	return t
+}
+
+func (c *call) encodeEvent(ev *a2a.StreamResponse) any {
+	if c.version == a2a.V03 {
+		return ev.ToV03()
+	}
+	return ev
+}
+
+// loadTask loads a task visible to the call: it exists, belongs to the
+// caller, and to the addressed agent when one was named.
+func (e *Edge) loadTask(ctx context.Context, c *call, id string) (*bus.TaskRecord, error) {
+	if id == "" {
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: id is required")
+	}
+	rec, err := e.bus.LoadTask(ctx, id)
+	if errors.Is(err, bus.ErrTaskNotFound) {
+		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Owner != c.owner || (c.pinned && rec.Agent != c.agent) {
+		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
+	}
+	return rec, nil
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func historyLen(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

@@ -1,0 +1,285 @@
+package edge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+)
+
+// sendPlan is a validated send whose user turn is recorded in the task's
+// log; enqueue hands it to the agent's workers.
+type sendPlan struct {
+	params a2a.SendMessageRequest
+	rec    *bus.TaskRecord // snapshot right after the user turn
+	item   *bus.WorkItem   // nil when the turn was already enqueued
+	msgID  string
+	replay bool // a retried send (same messageId) of an earlier call
+}
+
+func (p *sendPlan) historyLength() int {
+	if p.params.Configuration == nil {
+		return -1
+	}
+	return historyLen(p.params.Configuration.HistoryLength)
+}
+
+func (p *sendPlan) returnImmediately() bool {
+	return p.params.Configuration != nil && p.params.Configuration.ReturnImmediately
+}
+
+// plan validates a send and records its user turn: a new task, or a new
+// turn of an interrupted one.
+func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
+	p := &sendPlan{}
+	if rpcErr := a2a.DecodeParams(c.req.Params, &p.params); rpcErr != nil {
+		return nil, rpcErr
+	}
+	msg := p.params.Message
+	switch {
+	case msg == nil:
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: message is required")
+	case msg.MessageID == "":
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: message.messageId is required")
+	case len(msg.Parts) == 0:
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: message.parts must not be empty")
+	case msg.Role == a2a.RoleAgent:
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: message.role must be user")
+	}
+	msg.Role = a2a.RoleUser
+	card, _ := e.reg.Lookup(c.agent)
+	if cfg := p.params.Configuration; cfg != nil && !a2a.ModesOverlap(cfg.AcceptedOutputModes, card.DefaultOutputModes) {
+		return nil, a2a.ErrContentTypeNotSupported.With("none of acceptedOutputModes %v is produced by agent %s (it produces %v)",
+			cfg.AcceptedOutputModes, c.agent, card.DefaultOutputModes)
+	}
+	if cfg := p.params.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
+		return nil, a2a.ErrPushNotificationNotSupported
+	}
+	if msg.TaskID != "" && !bus.ValidToken(msg.TaskID) {
+		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(msg.TaskID, 64))
+	}
+	if msg.ContextID != "" && len(msg.ContextID) > 256 {
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: contextId is too long")
+	}
+
+	// A retried send carries the same messageId: find the task it made.
+	key := idemKey(c.agent, c.owner, msg.MessageID)
+	taskID := msg.TaskID
+	if taskID == "" {
+		taskID = uuid.NewString()
+	}
+	prior, err := e.bus.ClaimMessage(ctx, key, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if prior != "" {
+		rec, err := e.bus.LoadTask(ctx, prior)
+		if err == nil {
+			if rec.Owner != c.owner || rec.Agent != c.agent {
+				return nil, a2a.ErrInvalidParams.With("Invalid parameters: messageId was already used")
+			}
+			p.rec, p.replay = rec, true
+			if rec.Task.Status.State == a2a.StateSubmitted {
+				// The earlier call may have died before enqueueing; the
+				// work queue's dedupe window drops a second copy.
+				p.item = e.workItem(c, p, rec)
+				p.msgID = workMsgID(rec.Task.ID, msg.MessageID)
+			}
+			return p, nil
+		}
+		if !errors.Is(err, bus.ErrTaskNotFound) {
+			return nil, err
+		}
+		taskID = prior // claimed, but the task was never created: create it now
+	}
+
+	if msg.TaskID != "" {
+		rec, err := e.continueTask(ctx, c, msg)
+		if err == nil || !errors.Is(err, a2a.ErrTaskNotFound) || !isLegacySend(c.req.Method) {
+			if err != nil {
+				return nil, err
+			}
+			p.rec = rec
+			p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
+			return p, nil
+		}
+		// 0.2 clients name new tasks themselves: create it under their id.
+	}
+	rec, err := e.newTask(ctx, c, taskID, msg)
+	if err != nil {
+		return nil, err
+	}
+	p.rec = rec
+	p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
+	return p, nil
+}
+
+func isLegacySend(method string) bool { return method == "tasks/send" || method == "tasks/sendSubscribe" }
+
+func (e *Edge) newTask(ctx context.Context, c *call, taskID string, msg *a2a.Message) (*bus.TaskRecord, error) {
+	contextID := msg.ContextID
+	if contextID == "" {
+		contextID = uuid.NewString()
+	}
+	msg.TaskID, msg.ContextID = taskID, contextID
+	rec := &bus.TaskRecord{
+		Task: a2a.Task{
+			ID: taskID, ContextID: contextID,
+			Status:  a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()},
+			History: []a2a.Message{*msg},
+		},
+		Agent: c.agent, Owner: c.owner,
+	}
+	return e.bus.CreateTask(ctx, rec)
+}
+
+// continueTask records a new user turn on an existing, interrupted task.
+func (e *Edge) continueTask(ctx context.Context, c *call, msg *a2a.Message) (*bus.TaskRecord, error) {
+	rec, err := e.loadTask(ctx, c, msg.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if msg.ContextID != "" && msg.ContextID != rec.Task.ContextID {
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: contextId %q does not match task %s (its contextId is %q)",
+			trunc(msg.ContextID, 64), rec.Task.ID, rec.Task.ContextID)
+	}
+	msg.ContextID = rec.Task.ContextID
+	next, _, err := e.bus.UpdateTask(ctx, msg.TaskID, rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
+		if st := cur.Task.Status.State; !st.Interrupted() {
+			return nil, a2a.ErrUnsupportedOperation.With("Task %s is %s: it takes a new message only when it asks for input",
+				cur.Task.ID, a2a.StateV03(st))
+		}
+		m := *msg
+		return &a2a.StreamResponse{Message: &m}, nil
+	})
+	if errors.Is(err, bus.ErrTerminal) {
+		return nil, a2a.ErrUnsupportedOperation.With("Task %s is in terminal state %s and accepts no more messages",
+			rec.Task.ID, a2a.StateV03(next.Task.Status.State))
+	}
+	return next, err
+}
+
+func (e *Edge) workItem(c *call, p *sendPlan, rec *bus.TaskRecord) *bus.WorkItem {
+	item := &bus.WorkItem{
+		TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, Agent: rec.Agent,
+		Message: *p.params.Message, Metadata: p.params.Metadata, Owner: rec.Owner, Enqueued: a2a.Now(),
+	}
+	item.Message.TaskID, item.Message.ContextID = rec.Task.ID, rec.Task.ContextID
+	if cfg := p.params.Configuration; cfg != nil {
+		item.AcceptedOutputModes = cfg.AcceptedOutputModes
+	}
+	return item
+}
+
+// enqueue hands the turn to the agent's workers. A full queue fails the
+// task (so it is not left waiting forever) and tells the client to retry.
+func (e *Edge) enqueue(ctx context.Context, c *call, p *sendPlan) error {
+	if p.item == nil {
+		return nil
+	}
+	err := e.bus.Enqueue(ctx, p.item, p.msgID, nats.Header{})
+	if errors.Is(err, bus.ErrQueueFull) {
+		_, _, _ = e.bus.UpdateTask(ctx, p.rec.Task.ID, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
+			return statusEvent(cur, a2a.StateFailed, "the mesh's queue for agent "+cur.Agent+" is full; retry later"), nil
+		})
+		return a2a.ErrServerBusy.With("agent %s is at capacity (work queue full); retry later", c.agent)
+	}
+	return err
+}
+
+func statusEvent(rec *bus.TaskRecord, st a2a.TaskState, text string) *a2a.StreamResponse {
+	s := a2a.TaskStatus{State: st, Timestamp: a2a.Now()}
+	if text != "" {
+		s.Message = &a2a.Message{MessageID: uuid.NewString(), Role: a2a.RoleAgent, TaskID: rec.Task.ID,
+			ContextID: rec.Task.ContextID, Parts: []a2a.Part{a2a.TextPart(text)}}
+	}
+	return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, Status: s}}
+}
+
+// send serves SendMessage / message/send.
+func (e *Edge) send(c *call) (any, error) {
+	ctx := c.r.Context()
+	p, err := e.plan(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.log = c.log.With("task_id", p.rec.Task.ID, "context_id", p.rec.Task.ContextID)
+	rec := p.rec
+	if p.returnImmediately() {
+		if err := e.enqueue(ctx, c, p); err != nil {
+			return nil, err
+		}
+	} else {
+		settled := make(chan struct{}, 1)
+		sub, err := e.bus.WatchStates(rec.Task.ID, func(s a2a.TaskState) {
+			if s.Final() {
+				select {
+				case settled <- struct{}{}:
+				default:
+				}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := e.enqueue(ctx, c, p); err != nil {
+			return nil, err
+		}
+		if rec, err = e.awaitSettled(ctx, rec, settled); err != nil {
+			return nil, err
+		}
+	}
+	t := rec.Task.WithHistory(p.historyLength())
+	if c.version == a2a.V03 {
+		return t.ToV03(), nil
+	}
+	return &a2a.StreamResponse{Task: &t}, nil
+}
+
+// awaitSettled waits until the task reaches a final (terminal or
+// interrupted) state, woken by state notifications and checking once a
+// second in case one was missed. A client that goes away stops the wait,
+// not the task.
+func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-chan struct{}) (*bus.TaskRecord, error) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		if i > 0 || rec.Task.Status.State.Final() {
+			fresh, err := e.bus.LoadTask(ctx, rec.Task.ID)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, err
+			}
+			if fresh.Task.Status.State.Final() {
+				return fresh, nil
+			}
+		}
+		select {
+		case <-settled:
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// idemKey names a client's message for retry detection.
+func idemKey(agent, owner, messageID string) string {
+	h := sha256.Sum256([]byte(agent + "\x00" + owner + "\x00" + messageID))
+	return hex.EncodeToString(h[:20])
+}
+
+func workMsgID(taskID, messageID string) string {
+	h := sha256.Sum256([]byte(taskID + "\x00" + messageID))
+	return fmt.Sprintf("w-%x", h[:16])
+}

@@ -1,0 +1,219 @@
+// Package devmesh runs a whole mesh in one process: an embedded NATS server
+// with JetStream, one edge and workers for the built-in agents. It backs
+// `a2amesh dev`, the benchmark and the tests.
+package devmesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/agentrt"
+	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/registry"
+	"github.com/nats-io/nats.go"
+)
+
+// Config configures a dev mesh.
+type Config struct {
+	// Listen is the edge's HTTP address (default 127.0.0.1:8080; port 0
+	// picks a free one).
+	Listen string
+	// DataDir holds JetStream's files (required).
+	DataDir string
+	// NATSListen, when set (host:port), also serves NATS clients there so
+	// external workers and tools can join; by default NATS is in-process.
+	NATSListen string
+	// PublicURL is the base URL written into cards (default: request Host).
+	PublicURL string
+	// DefaultAgent serves /a2a calls without a tenant (default echo).
+	DefaultAgent string
+	// KeepAlive is the SSE keep-alive interval (default 15s).
+	KeepAlive time.Duration
+	// CORSOrigins enables CORS for these origins.
+	CORSOrigins []string
+	// TaskTimeout bounds one run of an agent (default 120s).
+	TaskTimeout time.Duration
+	// Concurrency is each built-in worker's task limit (default 64).
+	Concurrency int
+	// SyncAlways fsyncs every JetStream write.
+	SyncAlways bool
+	// Bus overrides the JetStream layout settings.
+	Bus    bus.Config
+	Logger *slog.Logger
+}
+
+// Mesh is a running dev mesh.
+type Mesh struct {
+	srv    *bus.Server
+	nc     *nats.Conn
+	bus    *bus.Bus
+	http   *http.Server
+	ln     net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	log    *slog.Logger
+	once   sync.Once
+}
+
+// Start starts a dev mesh and returns once it serves requests and every
+// built-in agent is registered.
+func Start(ctx context.Context, cfg Config) (m *Mesh, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("devmesh: DataDir is required")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:8080"
+	}
+	if cfg.DefaultAgent == "" {
+		cfg.DefaultAgent = "echo"
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m = &Mesh{log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	scfg := bus.ServerConfig{DataDir: filepath.Join(cfg.DataDir, "jetstream"), DontListen: cfg.NATSListen == "", SyncAlways: cfg.SyncAlways}
+	if cfg.NATSListen != "" {
+		host, port, err := net.SplitHostPort(cfg.NATSListen)
+		if err != nil {
+			return nil, fmt.Errorf("devmesh: nats listen address: %w", err)
+		}
+		var p int
+		if _, err := fmt.Sscan(port, &p); err != nil {
+			return nil, fmt.Errorf("devmesh: nats listen port: %w", err)
+		}
+		scfg.Host, scfg.Port = host, p
+	}
+	if m.srv, err = bus.StartServer(scfg); err != nil {
+		return nil, err
+	}
+	if m.nc, err = m.srv.Connect("a2amesh-dev"); err != nil {
+		return nil, fmt.Errorf("devmesh: connect: %w", err)
+	}
+	if m.bus, err = bus.Open(ctx, m.nc, cfg.Bus); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+
+	table := registry.NewTable()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := table.Run(runCtx, m.bus); err != nil && runCtx.Err() == nil {
+			m.log.Error("registry watcher stopped", "err", err)
+		}
+	}()
+	builtin := agents.Builtin()
+	for name, a := range builtin {
+		w := &agentrt.Worker{Bus: m.bus, Agent: a, Name: name, Concurrency: cfg.Concurrency,
+			Timeout: cfg.TaskTimeout, Logger: cfg.Logger}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			if err := w.Run(runCtx); err != nil {
+				m.log.Error("worker stopped", "agent", name, "err", err)
+			}
+		}()
+	}
+	if err := waitAgents(ctx, table, builtin); err != nil {
+		return nil, err
+	}
+
+	e := edge.New(edge.Config{
+		Bus: m.bus, Registry: table, PublicURL: cfg.PublicURL, DefaultAgent: cfg.DefaultAgent,
+		KeepAlive: cfg.KeepAlive, CORSOrigins: cfg.CORSOrigins, Logger: cfg.Logger,
+	})
+	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("devmesh: listen: %w", err)
+	}
+	m.http = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.http.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("http server stopped", "err", err)
+		}
+	}()
+	return m, nil
+}
+
+func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.Agent) error {
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		missing := 0
+		for name := range want {
+			if _, ok := t.Lookup(name); !ok {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("devmesh: %d built-in agents not registered after 15s", missing)
+		case <-tick.C:
+		}
+	}
+}
+
+// URL is the edge's base URL.
+func (m *Mesh) URL() string { return "http://" + m.ln.Addr().String() }
+
+// NATSURL is the NATS client URL, when NATSListen was set.
+func (m *Mesh) NATSURL() string { return m.srv.ClientURL() }
+
+// Bus is the mesh's bus connection.
+func (m *Mesh) Bus() *bus.Bus { return m.bus }
+
+// Close stops the edge (open streams are cut after a short grace), the
+// workers (tasks in hand go back to the queue), and the NATS server.
+func (m *Mesh) Close() {
+	m.once.Do(func() {
+		if m.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := m.http.Shutdown(ctx); err != nil {
+				_ = m.http.Close()
+			}
+			cancel()
+		}
+		if m.cancel != nil {
+			m.cancel()
+		}
+		m.wg.Wait()
+		if m.nc != nil {
+			_ = m.nc.Drain()
+			m.nc.Close()
+		}
+		if m.srv != nil {
+			m.srv.Shutdown()
+		}
+	})
+}
