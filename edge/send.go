@@ -121,7 +121,9 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 	return p, nil
 }
 
-func isLegacySend(method string) bool { return method == "tasks/send" || method == "tasks/sendSubscribe" }
+func isLegacySend(method string) bool {
+	return method == "tasks/send" || method == "tasks/sendSubscribe"
+}
 
 func (e *Edge) newTask(ctx context.Context, c *call, taskID string, msg *a2a.Message) (*bus.TaskRecord, error) {
 	contextID := msg.ContextID

@@ -1,5 +1,3 @@
-//go:build meshtest
-
 package integration
 
 import (
