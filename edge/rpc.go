@@ -143,6 +143,12 @@ func (e *Edge) dispatch(c *call) {
 		if rerr.Code == a2a.CodeInternalError {
 			c.log.Error("request failed", "err", err)
 		}
+		if c.op.Streaming() && c.version == a2a.V03 {
+			// 0.3 clients read a stream call's answer as SSE only: an
+			// error must be an event of its own to keep its code.
+			_ = newSSE(c).event(0, a2a.NewError(c.req.ID, rerr))
+			return
+		}
 		e.writeRPC(c.w, http.StatusOK, a2a.NewError(c.req.ID, rerr))
 		return
 	}
