@@ -207,3 +207,54 @@ func FuzzSendMessageRequest(f *testing.F) {
 		}
 	})
 }
+
+var streamSeeds = []string{
+	`{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}`,
+	`{"task":{"id":"t","contextId":"c","status":{"state":"input-required","message":{"messageId":"m","role":"agent","parts":[{"text":"?"}]}},
+		"artifacts":[{"artifactId":"a","parts":[{"raw":""},{"url":""},{"data":[1]},{"data":null},{"kind":"data","data":{"a":1}}]}],
+		"history":[{"messageId":"u","role":"ROLE_USER","parts":[]}],"metadata":{"k":"v"}}}`,
+	`{"message":{"messageId":"m","parts":[{"kind":"file","file":{"bytes":"aGk=","name":"n"}}]}}`,
+	`{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"auth-required"}}}`,
+	`{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":null}}}`,
+	`{"message":{"messageId":"m","parts":[{"data":1e400},{"data":-0.0},{"text":"x","metadata":{"n":1e300}}]}}`,
+	`{"artifactUpdate":{"taskId":"t","contextId":"c","artifact":{"artifactId":"a"},"append":true,"lastChunk":true}}`,
+	`{}`,
+}
+
+// Whatever stream item we can decode, its 0.3 encoding satisfies the 0.3
+// schema (the object a 0.3 client receives on message/send or a stream).
+func FuzzStreamResponseToV03(f *testing.F) {
+	for _, s := range streamSeeds {
+		f.Add([]byte(s))
+	}
+	v := newSchemaValidator(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var r StreamResponse
+		if json.Unmarshal(in, &r) != nil {
+			return
+		}
+		out := r.ToV03()
+		var def string
+		switch out.(type) {
+		case *TaskV03:
+			def = "Task"
+		case *MessageV03:
+			def = "Message"
+		case *StatusUpdateV03:
+			def = "TaskStatusUpdateEvent"
+		case *ArtifactUpdateV03:
+			def = "TaskArtifactUpdateEvent"
+		case nil:
+			require.Nil(t, r.Task)
+			require.Nil(t, r.Message)
+			require.Nil(t, r.StatusUpdate)
+			require.Nil(t, r.ArtifactUpdate)
+			return
+		default:
+			t.Fatalf("unexpected %T", out)
+		}
+		b, err := json.Marshal(out)
+		require.NoError(t, err)
+		require.Empty(t, v.validateDef(def, decodeGeneric(t, b)), "0.3 %s: %s", def, b)
+	})
+}

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -114,7 +115,7 @@ func TestMessageToV03(t *testing.T) {
 	assert.Equal(t, m, back, "0.3 message decodes back to the same message")
 }
 
-func mustMarshal(t *testing.T, v any) []byte {
+func mustMarshal(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
@@ -239,7 +240,7 @@ type schemaValidator struct {
 	defs map[string]any
 }
 
-func newSchemaValidator(t *testing.T) *schemaValidator {
+func newSchemaValidator(t testing.TB) *schemaValidator {
 	t.Helper()
 	b, err := os.ReadFile(schemaV03Path)
 	require.NoError(t, err)
@@ -263,8 +264,8 @@ func jsonType(val any) string {
 		return "boolean"
 	case string:
 		return "string"
-	case float64:
-		if x == float64(int64(x)) {
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
 			return "integer"
 		}
 		return "number"
@@ -360,10 +361,19 @@ func (v *schemaValidator) validate(schema map[string]any, val any, path string) 
 	return errs
 }
 
-func toGeneric(t *testing.T, v any) any {
+func toGeneric(t testing.TB, v any) any {
 	t.Helper()
+	return decodeGeneric(t, mustMarshal(t, v))
+}
+
+// decodeGeneric decodes JSON keeping numbers as json.Number, so any valid
+// JSON number (1e400 included) can be checked.
+func decodeGeneric(t testing.TB, b []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var out any
-	require.NoError(t, json.Unmarshal(mustMarshal(t, v), &out))
+	require.NoError(t, dec.Decode(&out), "%s", b)
 	return out
 }
 
@@ -386,12 +396,9 @@ func TestSchemaValidatorRejects(t *testing.T) {
 		{"AgentCard", `{"name":"n"}`},
 	}
 	for _, tc := range bad {
-		var val any
-		require.NoError(t, json.Unmarshal([]byte(tc.val), &val))
-		assert.NotEmpty(t, v.validateDef(tc.def, val), "%s %s should be rejected", tc.def, tc.val)
+		assert.NotEmpty(t, v.validateDef(tc.def, decodeGeneric(t, []byte(tc.val))), "%s %s should be rejected", tc.def, tc.val)
 	}
-	var ok any
-	require.NoError(t, json.Unmarshal([]byte(`{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}`), &ok))
+	ok := decodeGeneric(t, []byte(`{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}`))
 	assert.Empty(t, v.validateDef("Message", ok))
 }
 
