@@ -11,9 +11,12 @@ type AgentInterface struct {
 	ProtocolBinding string `json:"protocolBinding"`
 	Tenant          string `json:"tenant,omitempty"`
 	ProtocolVersion string `json:"protocolVersion"`
-	// Transport is the 0.3 spelling of ProtocolBinding, emitted so 0.3
-	// clients reading additionalInterfaces understand the entry.
-	Transport string `json:"transport,omitempty"`
+}
+
+// AgentInterfaceV03 is a 0.3 additionalInterfaces entry.
+type AgentInterfaceV03 struct {
+	URL       string `json:"url"`
+	Transport string `json:"transport"`
 }
 
 // AgentProvider names who runs an agent.
@@ -71,11 +74,11 @@ type AgentCard struct {
 	IconURL             string                    `json:"iconUrl,omitempty"`
 
 	// 0.3 compatibility fields.
-	ProtocolVersion                   string           `json:"protocolVersion,omitempty"`
-	URL                               string           `json:"url,omitempty"`
-	PreferredTransport                string           `json:"preferredTransport,omitempty"`
-	AdditionalInterfaces              []AgentInterface `json:"additionalInterfaces,omitempty"`
-	SupportsAuthenticatedExtendedCard *bool            `json:"supportsAuthenticatedExtendedCard,omitempty"`
+	ProtocolVersion                   string              `json:"protocolVersion,omitempty"`
+	URL                               string              `json:"url,omitempty"`
+	PreferredTransport                string              `json:"preferredTransport,omitempty"`
+	AdditionalInterfaces              []AgentInterfaceV03 `json:"additionalInterfaces,omitempty"`
+	SupportsAuthenticatedExtendedCard *bool               `json:"supportsAuthenticatedExtendedCard,omitempty"`
 }
 
 // Bool returns a pointer to b, for the optional card fields.
@@ -102,7 +105,7 @@ func (c AgentCard) WithEndpoint(url, tenantURL, tenant string) AgentCard {
 	c.ProtocolVersion = "0.3.0"
 	c.URL = url
 	c.PreferredTransport = BindingJSONRPC
-	c.AdditionalInterfaces = []AgentInterface{{URL: url, Transport: BindingJSONRPC}}
+	c.AdditionalInterfaces = []AgentInterfaceV03{{URL: url, Transport: BindingJSONRPC}}
 	return c
 }
 

@@ -189,9 +189,6 @@ func printCard(w io.Writer, c *a2a.AgentCard) {
 		fmt.Fprintln(w, "Interfaces:")
 		for _, i := range ifaces {
 			binding := i.ProtocolBinding
-			if binding == "" {
-				binding = i.Transport
-			}
 			extra := ""
 			if i.Tenant != "" {
 				extra = "  (tenant " + i.Tenant + ")"
