@@ -29,29 +29,29 @@ import (
 )
 
 const (
-	// stepTimeout bounds each subtest's calls.
-	stepTimeout = 20 * time.Second
-	// maxEvents bounds how many events a test reads from one stream.
-	maxEvents = 200
+	// gosdkStepTimeout bounds each subtest's calls.
+	gosdkStepTimeout = 20 * time.Second
+	// gosdkMaxEvents bounds how many events a test reads from one stream.
+	gosdkMaxEvents = 200
 )
 
-// wireCall is one JSON-RPC call as it went over the wire.
-type wireCall struct {
+// gosdkWireCall is one JSON-RPC call as it went over the wire.
+type gosdkWireCall struct {
 	Path       string
 	Method     string // JSON-RPC method
 	A2AVersion string // A2A-Version header
 	Accept     string
 }
 
-// wireLog records the SDK's requests so tests can check which protocol
+// gosdkWireLog records the SDK's requests so tests can check which protocol
 // version it actually spoke.
-type wireLog struct {
+type gosdkWireLog struct {
 	mu    sync.Mutex
-	calls []wireCall
+	calls []gosdkWireCall
 	base  http.RoundTripper
 }
 
-func (w *wireLog) RoundTrip(req *http.Request) (*http.Response, error) {
+func (w *gosdkWireLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPost && req.Body != nil {
 		body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 		req.Body.Close()
@@ -65,7 +65,7 @@ func (w *wireLog) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = json.Unmarshal(body, &env)
 		w.mu.Lock()
 		if len(w.calls) < 10000 {
-			w.calls = append(w.calls, wireCall{
+			w.calls = append(w.calls, gosdkWireCall{
 				Path: req.URL.Path, Method: env.Method,
 				A2AVersion: req.Header.Get("A2A-Version"), Accept: req.Header.Get("Accept"),
 			})
@@ -76,7 +76,7 @@ func (w *wireLog) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // last returns the most recent call with the given JSON-RPC method.
-func (w *wireLog) last(method string) (wireCall, bool) {
+func (w *gosdkWireLog) last(method string) (gosdkWireCall, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := len(w.calls) - 1; i >= 0; i-- {
@@ -84,11 +84,11 @@ func (w *wireLog) last(method string) (wireCall, bool) {
 			return w.calls[i], true
 		}
 	}
-	return wireCall{}, false
+	return gosdkWireCall{}, false
 }
 
 // expectWire fails t unless the last call of method carried version.
-func (w *wireLog) expectWire(t *testing.T, method, version string) {
+func (w *gosdkWireLog) expectWire(t *testing.T, method, version string) {
 	t.Helper()
 	c, ok := w.last(method)
 	if !ok {
@@ -99,23 +99,23 @@ func (w *wireLog) expectWire(t *testing.T, method, version string) {
 	}
 }
 
-func newHTTPClient() (*http.Client, *wireLog) {
+func gosdkHTTPClient() (*http.Client, *gosdkWireLog) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	log := &wireLog{base: tr}
+	log := &gosdkWireLog{base: tr}
 	// No overall Timeout: it would cut streams; every call has a context
 	// deadline instead.
 	return &http.Client{Transport: log}, log
 }
 
-func stepContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+func gosdkStepContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), gosdkStepTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-// texts joins the text parts of parts.
-func texts(parts a2a.ContentParts) string {
+// gosdkTexts joins the text parts of parts.
+func gosdkTexts(parts a2a.ContentParts) string {
 	var b strings.Builder
 	for _, p := range parts {
 		if p == nil {
@@ -126,36 +126,36 @@ func texts(parts a2a.ContentParts) string {
 	return b.String()
 }
 
-// taskText joins the text of a task's artifacts, status message and
+// gosdkTaskText joins the text of a task's artifacts, status message and
 // agent messages in its history.
-func taskText(task *a2a.Task) string {
+func gosdkTaskText(task *a2a.Task) string {
 	var b strings.Builder
 	for _, a := range task.Artifacts {
-		b.WriteString(texts(a.Parts))
+		b.WriteString(gosdkTexts(a.Parts))
 		b.WriteString("\n")
 	}
 	if task.Status.Message != nil {
-		b.WriteString(texts(task.Status.Message.Parts))
+		b.WriteString(gosdkTexts(task.Status.Message.Parts))
 		b.WriteString("\n")
 	}
 	for _, m := range task.History {
 		if m != nil && m.Role == a2a.MessageRoleAgent {
-			b.WriteString(texts(m.Parts))
+			b.WriteString(gosdkTexts(m.Parts))
 			b.WriteString("\n")
 		}
 	}
 	return b.String()
 }
 
-func artifactText(task *a2a.Task) string {
+func gosdkArtifactText(task *a2a.Task) string {
 	var b strings.Builder
 	for _, a := range task.Artifacts {
-		b.WriteString(texts(a.Parts))
+		b.WriteString(gosdkTexts(a.Parts))
 	}
 	return b.String()
 }
 
-func asTask(t *testing.T, res a2a.SendMessageResult) *a2a.Task {
+func gosdkAsTask(t *testing.T, res a2a.SendMessageResult) *a2a.Task {
 	t.Helper()
 	task, ok := res.(*a2a.Task)
 	if !ok {
@@ -167,33 +167,33 @@ func asTask(t *testing.T, res a2a.SendMessageResult) *a2a.Task {
 	return task
 }
 
-// collect reads a stream to its end (or maxEvents, or the context's end).
-func collect(seq iter.Seq2[a2a.Event, error]) ([]a2a.Event, error) {
+// gosdkCollect reads a stream to its end (or gosdkMaxEvents, or the context's end).
+func gosdkCollect(seq iter.Seq2[a2a.Event, error]) ([]a2a.Event, error) {
 	var events []a2a.Event
 	for ev, err := range seq {
 		if err != nil {
 			return events, err
 		}
 		events = append(events, ev)
-		if len(events) >= maxEvents {
-			return events, fmt.Errorf("stream still going after %d events", maxEvents)
+		if len(events) >= gosdkMaxEvents {
+			return events, fmt.Errorf("stream still going after %d events", gosdkMaxEvents)
 		}
 	}
 	return events, nil
 }
 
-func describe(events []a2a.Event) string {
+func gosdkDescribe(events []a2a.Event) string {
 	var b strings.Builder
 	for i, ev := range events {
 		switch e := ev.(type) {
 		case *a2a.Task:
 			fmt.Fprintf(&b, "[%d] task %s %s\n", i, e.ID, e.Status.State)
 		case *a2a.Message:
-			fmt.Fprintf(&b, "[%d] message %q\n", i, texts(e.Parts))
+			fmt.Fprintf(&b, "[%d] message %q\n", i, gosdkTexts(e.Parts))
 		case *a2a.TaskStatusUpdateEvent:
 			fmt.Fprintf(&b, "[%d] status %s\n", i, e.Status.State)
 		case *a2a.TaskArtifactUpdateEvent:
-			fmt.Fprintf(&b, "[%d] artifact %s append=%v last=%v %q\n", i, e.Artifact.ID, e.Append, e.LastChunk, texts(e.Artifact.Parts))
+			fmt.Fprintf(&b, "[%d] artifact %s append=%v last=%v %q\n", i, e.Artifact.ID, e.Append, e.LastChunk, gosdkTexts(e.Artifact.Parts))
 		default:
 			fmt.Fprintf(&b, "[%d] %T\n", i, ev)
 		}
@@ -201,8 +201,8 @@ func describe(events []a2a.Event) string {
 	return b.String()
 }
 
-// eventState is the task state an event carries, if any.
-func eventState(ev a2a.Event) (a2a.TaskState, bool) {
+// gosdkEventState is the task state an event carries, if any.
+func gosdkEventState(ev a2a.Event) (a2a.TaskState, bool) {
 	switch e := ev.(type) {
 	case *a2a.Task:
 		return e.Status.State, true
@@ -212,8 +212,8 @@ func eventState(ev a2a.Event) (a2a.TaskState, bool) {
 	return "", false
 }
 
-// streamCheck describes what a task's event stream must look like.
-type streamCheck struct {
+// gosdkStreamCheck describes what a task's event stream must look like.
+type gosdkStreamCheck struct {
 	taskFirst    bool       // the first event is the Task
 	taskID       a2a.TaskID // if set, every event is about this task
 	minArtifacts int        // at least this many artifact updates
@@ -221,17 +221,17 @@ type streamCheck struct {
 	final        a2a.TaskState
 }
 
-// checkStream verifies a finished stream: one task throughout, states only
+// gosdkCheckStream verifies a finished stream: one task throughout, states only
 // terminal at the very end, the last event carrying c.final, artifact
 // chunks of one artifact appended in order. It returns the task id.
-func checkStream(t *testing.T, events []a2a.Event, c streamCheck) a2a.TaskID {
+func gosdkCheckStream(t *testing.T, events []a2a.Event, c gosdkStreamCheck) a2a.TaskID {
 	t.Helper()
 	if len(events) == 0 {
 		t.Fatal("stream carried no events")
 	}
 	if c.taskFirst {
 		if _, ok := events[0].(*a2a.Task); !ok {
-			t.Fatalf("first event is %T, want *a2a.Task:\n%s", events[0], describe(events))
+			t.Fatalf("first event is %T, want *a2a.Task:\n%s", events[0], gosdkDescribe(events))
 		}
 	}
 	id := c.taskID
@@ -244,8 +244,8 @@ func checkStream(t *testing.T, events []a2a.Event, c streamCheck) a2a.TaskID {
 		if got := ev.TaskInfo().TaskID; got != id {
 			t.Errorf("event %d is about task %q, want %q", i, got, id)
 		}
-		if st, ok := eventState(ev); ok && st.Terminal() && i != len(events)-1 {
-			t.Errorf("terminal state %s at event %d of %d:\n%s", st, i, len(events), describe(events))
+		if st, ok := gosdkEventState(ev); ok && st.Terminal() && i != len(events)-1 {
+			t.Errorf("terminal state %s at event %d of %d:\n%s", st, i, len(events), gosdkDescribe(events))
 		}
 		if a, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok {
 			artifacts++
@@ -265,19 +265,19 @@ func checkStream(t *testing.T, events []a2a.Event, c streamCheck) a2a.TaskID {
 		}
 	}
 	if artifacts < c.minArtifacts || (c.maxArtifacts > 0 && artifacts > c.maxArtifacts) {
-		t.Errorf("%d artifact updates, want %d..%d:\n%s", artifacts, c.minArtifacts, c.maxArtifacts, describe(events))
+		t.Errorf("%d artifact updates, want %d..%d:\n%s", artifacts, c.minArtifacts, c.maxArtifacts, gosdkDescribe(events))
 	}
-	st, ok := eventState(events[len(events)-1])
+	st, ok := gosdkEventState(events[len(events)-1])
 	if !ok || st != c.final {
-		t.Fatalf("stream ended with %s (state %q), want state %s:\n%s", describe(events[len(events)-1:]), st, c.final, describe(events))
+		t.Fatalf("stream ended with %s (state %q), want state %s:\n%s", gosdkDescribe(events[len(events)-1:]), st, c.final, gosdkDescribe(events))
 	}
 	return id
 }
 
-// startInBackground sends text to the client's agent with
+// gosdkStartInBackground sends text to the client's agent with
 // returnImmediately (0.3: blocking=false) and returns the task as first
 // reported, still running.
-func startInBackground(t *testing.T, ctx context.Context, client *a2aclient.Client, text string) *a2a.Task {
+func gosdkStartInBackground(t *testing.T, ctx context.Context, client *a2aclient.Client, text string) *a2a.Task {
 	t.Helper()
 	res, err := client.SendMessage(ctx, &a2a.SendMessageRequest{
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text)),
@@ -286,24 +286,26 @@ func startInBackground(t *testing.T, ctx context.Context, client *a2aclient.Clie
 	if err != nil {
 		t.Fatalf("SendMessage(returnImmediately) %q: %v", text, err)
 	}
-	task := asTask(t, res)
+	task := gosdkAsTask(t, res)
 	if task.Status.State.Terminal() {
 		t.Fatalf("task %s already %s right after a non-blocking send", task.ID, task.Status.State)
 	}
 	return task
 }
 
-// agentURL is the base an agent's card hangs under.
-func agentURL(base, name string) string { return strings.TrimSuffix(base, "/") + "/agents/" + name }
+// gosdkAgentURL is the base an agent's card hangs under.
+func gosdkAgentURL(base, name string) string {
+	return strings.TrimSuffix(base, "/") + "/agents/" + name
+}
 
-// v10Client resolves name's card with the SDK's default resolver settings
+// gosdkV10Client resolves name's card with the SDK's default resolver settings
 // and builds a client with the SDK's default factory (JSON-RPC and REST
 // for 1.0).
-func v10Client(t *testing.T, ctx context.Context, base, name string) (*a2aclient.Client, *a2a.AgentCard, *wireLog) {
+func gosdkV10Client(t *testing.T, ctx context.Context, base, name string) (*a2aclient.Client, *a2a.AgentCard, *gosdkWireLog) {
 	t.Helper()
-	hc, log := newHTTPClient()
+	hc, log := gosdkHTTPClient()
 	resolver := &agentcard.Resolver{Client: hc}
-	card, err := resolver.Resolve(ctx, agentURL(base, name))
+	card, err := resolver.Resolve(ctx, gosdkAgentURL(base, name))
 	if err != nil {
 		t.Fatalf("resolving %s card: %v", name, err)
 	}
@@ -315,18 +317,18 @@ func v10Client(t *testing.T, ctx context.Context, base, name string) (*a2aclient
 	return client, card, log
 }
 
-// v03Client resolves name's card with the SDK's 0.3 card parser and builds
+// gosdkV03Client resolves name's card with the SDK's 0.3 card parser and builds
 // a client that has only the 0.3 JSON-RPC transport, so the SDK must find
 // the 0.3 interface in the card.
-func v03Client(t *testing.T, ctx context.Context, base, name string) (*a2aclient.Client, *a2a.AgentCard, *wireLog) {
+func gosdkV03Client(t *testing.T, ctx context.Context, base, name string) (*a2aclient.Client, *a2a.AgentCard, *gosdkWireLog) {
 	t.Helper()
-	hc, log := newHTTPClient()
+	hc, log := gosdkHTTPClient()
 	resolver := &agentcard.Resolver{Client: hc, CardParser: a2av0.NewAgentCardParser()}
-	card, err := resolver.Resolve(ctx, agentURL(base, name))
+	card, err := resolver.Resolve(ctx, gosdkAgentURL(base, name))
 	if err != nil {
 		t.Fatalf("resolving %s card (0.3 parser): %v", name, err)
 	}
-	client, err := v03Factory(hc).CreateFromCard(ctx, card)
+	client, err := gosdkV03Factory(hc).CreateFromCard(ctx, card)
 	if err != nil {
 		t.Fatalf("creating 0.3 client for %s: %v", name, err)
 	}
@@ -334,7 +336,7 @@ func v03Client(t *testing.T, ctx context.Context, base, name string) (*a2aclient
 	return client, card, log
 }
 
-func v03Factory(hc *http.Client) *a2aclient.Factory {
+func gosdkV03Factory(hc *http.Client) *a2aclient.Factory {
 	return a2aclient.NewFactory(
 		a2aclient.WithDefaultsDisabled(),
 		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}),
@@ -345,18 +347,18 @@ func TestA2AGoInterop(t *testing.T) {
 	m := meshtest.Start(t)
 	base := m.URL
 
-	t.Run("v1.0", func(t *testing.T) { testV10(t, base) })
-	t.Run("v0.3", func(t *testing.T) { testV03(t, base) })
+	t.Run("v1.0", func(t *testing.T) { gosdkV10(t, base) })
+	t.Run("v0.3", func(t *testing.T) { gosdkV03(t, base) })
 }
 
-func testV10(t *testing.T, base string) {
+func gosdkV10(t *testing.T, base string) {
 	// The echo task from SendMessage, reused by GetTask and ListTasks.
 	var echoTask *a2a.Task
 
 	t.Run("Card", func(t *testing.T) {
-		ctx := stepContext(t)
+		ctx := gosdkStepContext(t)
 		for _, name := range []string{"echo", "slow", "ask"} {
-			_, card, _ := v10Client(t, ctx, base, name)
+			_, card, _ := gosdkV10Client(t, ctx, base, name)
 			if card.Name == "" {
 				t.Errorf("%s card has no name", name)
 			}
@@ -368,7 +370,7 @@ func testV10(t *testing.T, base string) {
 				if iface.ProtocolBinding != a2a.TransportProtocolJSONRPC {
 					continue
 				}
-				if iface.URL != agentURL(base, name) || iface.Tenant != "" {
+				if iface.URL != gosdkAgentURL(base, name) || iface.Tenant != "" {
 					continue
 				}
 				switch iface.ProtocolVersion {
@@ -380,14 +382,14 @@ func testV10(t *testing.T, base string) {
 			}
 			if !has10 || !has03 {
 				ifaces, _ := json.Marshal(card.SupportedInterfaces)
-				t.Errorf("%s card: supportedInterfaces %s lack JSONRPC 1.0 and 0.3 at %s", name, ifaces, agentURL(base, name))
+				t.Errorf("%s card: supportedInterfaces %s lack JSONRPC 1.0 and 0.3 at %s", name, ifaces, gosdkAgentURL(base, name))
 			}
 		}
 	})
 
 	t.Run("SendMessage/echo", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v10Client(t, ctx, base, "echo")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV10Client(t, ctx, base, "echo")
 		text := "hello from a2a-go 1.0 " + uuid.NewString()
 		res, err := client.SendMessage(ctx, &a2a.SendMessageRequest{
 			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text)),
@@ -395,11 +397,11 @@ func testV10(t *testing.T, base string) {
 		if err != nil {
 			t.Fatalf("SendMessage: %v", err)
 		}
-		task := asTask(t, res)
+		task := gosdkAsTask(t, res)
 		if task.Status.State != a2a.TaskStateCompleted {
 			t.Fatalf("echo task state %s, want %s", task.Status.State, a2a.TaskStateCompleted)
 		}
-		if got := artifactText(task); got != text {
+		if got := gosdkArtifactText(task); got != text {
 			t.Fatalf("echo artifacts say %q, want %q", got, text)
 		}
 		log.expectWire(t, "SendMessage", "1.0")
@@ -407,15 +409,15 @@ func testV10(t *testing.T, base string) {
 	})
 
 	t.Run("SendStreamingMessage/slow", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v10Client(t, ctx, base, "slow")
-		events, err := collect(client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV10Client(t, ctx, base, "slow")
+		events, err := gosdkCollect(client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
 			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("chunks=3 delay=50ms")),
 		}))
 		if err != nil {
-			t.Fatalf("SendStreamingMessage: %v\nevents so far:\n%s", err, describe(events))
+			t.Fatalf("SendStreamingMessage: %v\nevents so far:\n%s", err, gosdkDescribe(events))
 		}
-		checkStream(t, events, streamCheck{taskFirst: true, minArtifacts: 3, maxArtifacts: 3, final: a2a.TaskStateCompleted})
+		gosdkCheckStream(t, events, gosdkStreamCheck{taskFirst: true, minArtifacts: 3, maxArtifacts: 3, final: a2a.TaskStateCompleted})
 		c, _ := log.last("SendStreamingMessage")
 		if c.Accept != "text/event-stream" || c.A2AVersion != "1.0" {
 			t.Errorf("streaming call went out as %+v", c)
@@ -426,8 +428,8 @@ func testV10(t *testing.T, base string) {
 		if echoTask == nil {
 			t.Skip("needs the echo task")
 		}
-		ctx := stepContext(t)
-		client, _, log := v10Client(t, ctx, base, "echo")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV10Client(t, ctx, base, "echo")
 		got, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: echoTask.ID})
 		if err != nil {
 			t.Fatalf("GetTask: %v", err)
@@ -435,8 +437,8 @@ func testV10(t *testing.T, base string) {
 		if got.ID != echoTask.ID || got.ContextID != echoTask.ContextID {
 			t.Fatalf("GetTask returned task %s/%s, want %s/%s", got.ID, got.ContextID, echoTask.ID, echoTask.ContextID)
 		}
-		if got.Status.State != a2a.TaskStateCompleted || artifactText(got) != artifactText(echoTask) {
-			t.Fatalf("GetTask: state %s artifacts %q; want completed %q", got.Status.State, artifactText(got), artifactText(echoTask))
+		if got.Status.State != a2a.TaskStateCompleted || gosdkArtifactText(got) != gosdkArtifactText(echoTask) {
+			t.Fatalf("GetTask: state %s artifacts %q; want completed %q", got.Status.State, gosdkArtifactText(got), gosdkArtifactText(echoTask))
 		}
 		log.expectWire(t, "GetTask", "1.0")
 	})
@@ -445,8 +447,8 @@ func testV10(t *testing.T, base string) {
 		if echoTask == nil {
 			t.Skip("needs the echo task")
 		}
-		ctx := stepContext(t)
-		client, _, log := v10Client(t, ctx, base, "echo")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV10Client(t, ctx, base, "echo")
 		resp, err := client.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: echoTask.ContextID, PageSize: 10})
 		if err != nil {
 			t.Fatalf("ListTasks: %v", err)
@@ -473,9 +475,9 @@ func testV10(t *testing.T, base string) {
 	})
 
 	t.Run("CancelTask/slow", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v10Client(t, ctx, base, "slow")
-		task := startInBackground(t, ctx, client, "chunks=100 delay=200ms")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV10Client(t, ctx, base, "slow")
+		task := gosdkStartInBackground(t, ctx, client, "chunks=100 delay=200ms")
 		canceled, err := client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
 		if err != nil {
 			t.Fatalf("CancelTask: %v", err)
@@ -490,22 +492,22 @@ func testV10(t *testing.T, base string) {
 		if got.Status.State != a2a.TaskStateCanceled {
 			t.Fatalf("task is %s after cancel", got.Status.State)
 		}
-		recancel(t, ctx, client, task.ID)
+		gosdkRecancel(t, ctx, client, task.ID)
 		log.expectWire(t, "CancelTask", "1.0")
 		if echoTask != nil {
-			cancelCompleted(t, ctx, base, echoTask.ID, v10Client)
+			gosdkCancelCompleted(t, ctx, base, echoTask.ID, gosdkV10Client)
 		}
 	})
 
 	t.Run("SubscribeToTask/slow", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v10Client(t, ctx, base, "slow")
-		task := startInBackground(t, ctx, client, "chunks=5 delay=200ms")
-		events, err := collect(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV10Client(t, ctx, base, "slow")
+		task := gosdkStartInBackground(t, ctx, client, "chunks=5 delay=200ms")
+		events, err := gosdkCollect(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
 		if err != nil {
-			t.Fatalf("SubscribeToTask: %v\nevents so far:\n%s", err, describe(events))
+			t.Fatalf("SubscribeToTask: %v\nevents so far:\n%s", err, gosdkDescribe(events))
 		}
-		checkStream(t, events, streamCheck{taskFirst: true, taskID: task.ID, minArtifacts: 1, maxArtifacts: 5, final: a2a.TaskStateCompleted})
+		gosdkCheckStream(t, events, gosdkStreamCheck{taskFirst: true, taskID: task.ID, minArtifacts: 1, maxArtifacts: 5, final: a2a.TaskStateCompleted})
 		got, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
 		if err != nil {
 			t.Fatalf("GetTask after stream: %v", err)
@@ -520,24 +522,24 @@ func testV10(t *testing.T, base string) {
 	})
 
 	t.Run("MultiTurn/ask", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, _ := v10Client(t, ctx, base, "ask")
-		multiTurn(t, ctx, client)
+		ctx := gosdkStepContext(t)
+		client, _, _ := gosdkV10Client(t, ctx, base, "ask")
+		gosdkMultiTurn(t, ctx, client)
 	})
 
 	t.Run("UnknownTask", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, _ := v10Client(t, ctx, base, "echo")
-		unknownTask(t, ctx, client, "1.0")
+		ctx := gosdkStepContext(t)
+		client, _, _ := gosdkV10Client(t, ctx, base, "echo")
+		gosdkUnknownTask(t, ctx, client, "1.0")
 	})
 }
 
-// clientFunc builds a client for one agent (v10Client or v03Client).
-type clientFunc func(t *testing.T, ctx context.Context, base, name string) (*a2aclient.Client, *a2a.AgentCard, *wireLog)
+// gosdkClientFunc builds a client for one agent (gosdkV10Client or gosdkV03Client).
+type gosdkClientFunc func(t *testing.T, ctx context.Context, base, name string) (*a2aclient.Client, *a2a.AgentCard, *gosdkWireLog)
 
-// cancelCompleted checks that canceling a completed task fails with the
+// gosdkCancelCompleted checks that canceling a completed task fails with the
 // SDK's task-not-cancelable error (-32002).
-func cancelCompleted(t *testing.T, ctx context.Context, base string, id a2a.TaskID, newClient clientFunc) {
+func gosdkCancelCompleted(t *testing.T, ctx context.Context, base string, id a2a.TaskID, newClient gosdkClientFunc) {
 	t.Helper()
 	client, _, _ := newClient(t, ctx, base, "echo")
 	if _, err := client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
@@ -545,10 +547,10 @@ func cancelCompleted(t *testing.T, ctx context.Context, base string, id a2a.Task
 	}
 }
 
-// recancel cancels an already canceled task. The spec makes that
+// gosdkRecancel cancels an already canceled task. The spec makes that
 // TaskNotCancelableError (-32002); the SDK's own server answers with the
 // canceled task instead, so either passes, but nothing else does.
-func recancel(t *testing.T, ctx context.Context, client *a2aclient.Client, id a2a.TaskID) {
+func gosdkRecancel(t *testing.T, ctx context.Context, client *a2aclient.Client, id a2a.TaskID) {
 	t.Helper()
 	again, err := client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
 	switch {
@@ -560,9 +562,9 @@ func recancel(t *testing.T, ctx context.Context, client *a2aclient.Client, id a2
 	}
 }
 
-// multiTurn runs the ask agent's two turns: input-required, then completed
+// gosdkMultiTurn runs the ask agent's two turns: input-required, then completed
 // with a greeting naming who answered.
-func multiTurn(t *testing.T, ctx context.Context, client *a2aclient.Client) {
+func gosdkMultiTurn(t *testing.T, ctx context.Context, client *a2aclient.Client) {
 	t.Helper()
 	res, err := client.SendMessage(ctx, &a2a.SendMessageRequest{
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi")),
@@ -570,7 +572,7 @@ func multiTurn(t *testing.T, ctx context.Context, client *a2aclient.Client) {
 	if err != nil {
 		t.Fatalf("first turn: %v", err)
 	}
-	first := asTask(t, res)
+	first := gosdkAsTask(t, res)
 	if first.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("first turn left the task %s, want %s", first.Status.State, a2a.TaskStateInputRequired)
 	}
@@ -581,22 +583,22 @@ func multiTurn(t *testing.T, ctx context.Context, client *a2aclient.Client) {
 	if err != nil {
 		t.Fatalf("second turn: %v", err)
 	}
-	second := asTask(t, res)
+	second := gosdkAsTask(t, res)
 	if second.ID != first.ID || second.ContextID != first.ContextID {
 		t.Fatalf("second turn answered as task %s/%s, want %s/%s", second.ID, second.ContextID, first.ID, first.ContextID)
 	}
 	if second.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("second turn left the task %s, want completed", second.Status.State)
 	}
-	if !strings.Contains(taskText(second), name) {
-		t.Fatalf("greeting does not name %q: %q", name, taskText(second))
+	if !strings.Contains(gosdkTaskText(second), name) {
+		t.Fatalf("greeting does not name %q: %q", name, gosdkTaskText(second))
 	}
 }
 
-// unknownTask checks every task call on a made-up id fails with the SDK's
+// gosdkUnknownTask checks every task call on a made-up id fails with the SDK's
 // task-not-found error; version is the protocol version the client speaks
 // ("1.0" or "0.3").
-func unknownTask(t *testing.T, ctx context.Context, client *a2aclient.Client, version string) {
+func gosdkUnknownTask(t *testing.T, ctx context.Context, client *a2aclient.Client, version string) {
 	t.Helper()
 	id := a2a.TaskID("no-such-task-" + uuid.NewString())
 	if _, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
@@ -609,7 +611,7 @@ func unknownTask(t *testing.T, ctx context.Context, client *a2aclient.Client, ve
 	// "data:" lines and ignores Content-Type, so a plain JSON error body
 	// ends the stream with no events and no error at all.
 	t.Run("SubscribeToTask", func(t *testing.T) {
-		events, err := collect(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}))
+		events, err := gosdkCollect(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}))
 		if err == nil && len(events) == 0 {
 			// Known gap, not yet fixed in the edge: the SDK saw an
 			// empty stream, which is what a plain JSON-RPC error body
@@ -632,13 +634,13 @@ func unknownTask(t *testing.T, ctx context.Context, client *a2aclient.Client, ve
 	}
 }
 
-func testV03(t *testing.T, base string) {
+func gosdkV03(t *testing.T, base string) {
 	var echoTask *a2a.Task
 
 	t.Run("Card", func(t *testing.T) {
-		ctx := stepContext(t)
+		ctx := gosdkStepContext(t)
 		for _, name := range []string{"echo", "slow", "ask"} {
-			_, card, _ := v03Client(t, ctx, base, name)
+			_, card, _ := gosdkV03Client(t, ctx, base, name)
 			if !card.Capabilities.Streaming {
 				t.Errorf("%s card: capabilities.streaming is not true", name)
 			}
@@ -648,9 +650,9 @@ func testV03(t *testing.T, base string) {
 	// A 0.3-only client reads url/preferredTransport/protocolVersion, not
 	// supportedInterfaces: strip those and the card must still work.
 	t.Run("Card/0.3FieldsOnly", func(t *testing.T) {
-		ctx := stepContext(t)
-		hc, log := newHTTPClient()
-		url := agentURL(base, "echo") + "/.well-known/agent-card.json"
+		ctx := gosdkStepContext(t)
+		hc, log := gosdkHTTPClient()
+		url := gosdkAgentURL(base, "echo") + "/.well-known/agent-card.json"
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -668,7 +670,7 @@ func testV03(t *testing.T, base string) {
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			t.Fatalf("card is not JSON: %v", err)
 		}
-		if pv, _ := doc["protocolVersion"].(string); !strings.HasPrefix(pv, "0.3") || doc["url"] != agentURL(base, "echo") || doc["preferredTransport"] != "JSONRPC" {
+		if pv, _ := doc["protocolVersion"].(string); !strings.HasPrefix(pv, "0.3") || doc["url"] != gosdkAgentURL(base, "echo") || doc["preferredTransport"] != "JSONRPC" {
 			t.Errorf("0.3 card fields: protocolVersion %v url %v preferredTransport %v", doc["protocolVersion"], doc["url"], doc["preferredTransport"])
 		}
 		delete(doc, "supportedInterfaces")
@@ -677,7 +679,7 @@ func testV03(t *testing.T, base string) {
 		if err != nil {
 			t.Fatalf("0.3 parser on the 0.3 fields: %v", err)
 		}
-		client, err := v03Factory(hc).CreateFromCard(ctx, card)
+		client, err := gosdkV03Factory(hc).CreateFromCard(ctx, card)
 		if err != nil {
 			t.Fatalf("0.3 client from the 0.3 fields alone: %v", err)
 		}
@@ -688,15 +690,15 @@ func testV03(t *testing.T, base string) {
 		if err != nil {
 			t.Fatalf("message/send: %v", err)
 		}
-		if task := asTask(t, res); task.Status.State != a2a.TaskStateCompleted || artifactText(task) != "legacy card" {
-			t.Fatalf("echo via legacy card: %s %q", task.Status.State, artifactText(task))
+		if task := gosdkAsTask(t, res); task.Status.State != a2a.TaskStateCompleted || gosdkArtifactText(task) != "legacy card" {
+			t.Fatalf("echo via legacy card: %s %q", task.Status.State, gosdkArtifactText(task))
 		}
 		log.expectWire(t, "message/send", "0.3")
 	})
 
 	t.Run("SendMessage/echo", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v03Client(t, ctx, base, "echo")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV03Client(t, ctx, base, "echo")
 		text := "hello from a2a-go 0.3 " + uuid.NewString()
 		res, err := client.SendMessage(ctx, &a2a.SendMessageRequest{
 			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text)),
@@ -704,9 +706,9 @@ func testV03(t *testing.T, base string) {
 		if err != nil {
 			t.Fatalf("message/send: %v", err)
 		}
-		task := asTask(t, res)
-		if task.Status.State != a2a.TaskStateCompleted || artifactText(task) != text {
-			t.Fatalf("echo task %s with artifacts %q, want completed %q", task.Status.State, artifactText(task), text)
+		task := gosdkAsTask(t, res)
+		if task.Status.State != a2a.TaskStateCompleted || gosdkArtifactText(task) != text {
+			t.Fatalf("echo task %s with artifacts %q, want completed %q", task.Status.State, gosdkArtifactText(task), text)
 		}
 		log.expectWire(t, "message/send", "0.3")
 		if _, ok := log.last("SendMessage"); ok {
@@ -716,15 +718,15 @@ func testV03(t *testing.T, base string) {
 	})
 
 	t.Run("SendStreamingMessage/slow", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v03Client(t, ctx, base, "slow")
-		events, err := collect(client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV03Client(t, ctx, base, "slow")
+		events, err := gosdkCollect(client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
 			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("chunks=3 delay=50ms")),
 		}))
 		if err != nil {
-			t.Fatalf("message/stream: %v\nevents so far:\n%s", err, describe(events))
+			t.Fatalf("message/stream: %v\nevents so far:\n%s", err, gosdkDescribe(events))
 		}
-		checkStream(t, events, streamCheck{taskFirst: true, minArtifacts: 3, maxArtifacts: 3, final: a2a.TaskStateCompleted})
+		gosdkCheckStream(t, events, gosdkStreamCheck{taskFirst: true, minArtifacts: 3, maxArtifacts: 3, final: a2a.TaskStateCompleted})
 		log.expectWire(t, "message/stream", "0.3")
 	})
 
@@ -732,22 +734,22 @@ func testV03(t *testing.T, base string) {
 		if echoTask == nil {
 			t.Skip("needs the echo task")
 		}
-		ctx := stepContext(t)
-		client, _, log := v03Client(t, ctx, base, "echo")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV03Client(t, ctx, base, "echo")
 		got, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: echoTask.ID})
 		if err != nil {
 			t.Fatalf("tasks/get: %v", err)
 		}
-		if got.ID != echoTask.ID || got.Status.State != a2a.TaskStateCompleted || artifactText(got) != artifactText(echoTask) {
-			t.Fatalf("tasks/get: %s %s %q", got.ID, got.Status.State, artifactText(got))
+		if got.ID != echoTask.ID || got.Status.State != a2a.TaskStateCompleted || gosdkArtifactText(got) != gosdkArtifactText(echoTask) {
+			t.Fatalf("tasks/get: %s %s %q", got.ID, got.Status.State, gosdkArtifactText(got))
 		}
 		log.expectWire(t, "tasks/get", "0.3")
 	})
 
 	t.Run("CancelTask/slow", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v03Client(t, ctx, base, "slow")
-		task := startInBackground(t, ctx, client, "chunks=100 delay=200ms")
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV03Client(t, ctx, base, "slow")
+		task := gosdkStartInBackground(t, ctx, client, "chunks=100 delay=200ms")
 		canceled, err := client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
 		if err != nil {
 			t.Fatalf("tasks/cancel: %v", err)
@@ -755,36 +757,36 @@ func testV03(t *testing.T, base string) {
 		if canceled.ID != task.ID || canceled.Status.State != a2a.TaskStateCanceled {
 			t.Fatalf("tasks/cancel returned %s in state %s, want %s canceled", canceled.ID, canceled.Status.State, task.ID)
 		}
-		recancel(t, ctx, client, task.ID)
+		gosdkRecancel(t, ctx, client, task.ID)
 		log.expectWire(t, "tasks/cancel", "0.3")
 		if echoTask != nil {
-			cancelCompleted(t, ctx, base, echoTask.ID, v03Client)
+			gosdkCancelCompleted(t, ctx, base, echoTask.ID, gosdkV03Client)
 		}
 	})
 
 	t.Run("SubscribeToTask/slow", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, log := v03Client(t, ctx, base, "slow")
-		task := startInBackground(t, ctx, client, "chunks=5 delay=200ms")
-		events, err := collect(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+		ctx := gosdkStepContext(t)
+		client, _, log := gosdkV03Client(t, ctx, base, "slow")
+		task := gosdkStartInBackground(t, ctx, client, "chunks=5 delay=200ms")
+		events, err := gosdkCollect(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
 		if err != nil {
-			t.Fatalf("tasks/resubscribe: %v\nevents so far:\n%s", err, describe(events))
+			t.Fatalf("tasks/resubscribe: %v\nevents so far:\n%s", err, gosdkDescribe(events))
 		}
 		// 0.3 does not promise the Task as the first event of a
 		// resubscription, so only the rest is checked.
-		checkStream(t, events, streamCheck{taskID: task.ID, minArtifacts: 1, maxArtifacts: 5, final: a2a.TaskStateCompleted})
+		gosdkCheckStream(t, events, gosdkStreamCheck{taskID: task.ID, minArtifacts: 1, maxArtifacts: 5, final: a2a.TaskStateCompleted})
 		log.expectWire(t, "tasks/resubscribe", "0.3")
 	})
 
 	t.Run("MultiTurn/ask", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, _ := v03Client(t, ctx, base, "ask")
-		multiTurn(t, ctx, client)
+		ctx := gosdkStepContext(t)
+		client, _, _ := gosdkV03Client(t, ctx, base, "ask")
+		gosdkMultiTurn(t, ctx, client)
 	})
 
 	t.Run("UnknownTask", func(t *testing.T) {
-		ctx := stepContext(t)
-		client, _, _ := v03Client(t, ctx, base, "echo")
-		unknownTask(t, ctx, client, "0.3")
+		ctx := gosdkStepContext(t)
+		client, _, _ := gosdkV03Client(t, ctx, base, "echo")
+		gosdkUnknownTask(t, ctx, client, "0.3")
 	})
 }
