@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
@@ -45,6 +46,12 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		e.writeRPC(w, http.StatusBadRequest, a2a.NewError(nil, a2a.ErrInvalidRequest.With("could not read request body")))
 		return
 	}
+	if !utf8.Valid(body) {
+		// RFC 8259 JSON is UTF-8; decoding would silently replace the bad
+		// bytes, so reject the body as unparseable instead.
+		e.writeRPC(w, http.StatusOK, a2a.NewError(nil, a2a.ErrParse.With("Invalid JSON payload: not valid UTF-8")))
+		return
+	}
 	req, rpcErr := a2a.ParseRequest(body)
 	var id json.RawMessage
 	if req != nil {
@@ -63,14 +70,15 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if hv == "" {
 		hv = r.URL.Query().Get("A2A-Version")
 	}
+	c := &call{w: w, r: r, req: req, op: op, version: mv}
 	version, rpcErr := a2a.NegotiateVersion(mv, hv)
 	if rpcErr != nil {
-		e.writeRPC(w, http.StatusOK, a2a.NewError(id, rpcErr))
+		e.writeError(c, rpcErr)
 		return
 	}
-	c := &call{w: w, r: r, req: req, op: op, version: version}
+	c.version = version
 	if rpcErr := e.resolveAgent(c); rpcErr != nil {
-		e.writeRPC(w, http.StatusOK, a2a.NewError(id, rpcErr))
+		e.writeError(c, rpcErr)
 		return
 	}
 	c.log = e.log.With("method", req.Method, "agent", c.agent)
@@ -143,16 +151,22 @@ func (e *Edge) dispatch(c *call) {
 		if rerr.Code == a2a.CodeInternalError {
 			c.log.Error("request failed", "err", err)
 		}
-		if c.op.Streaming() && c.version == a2a.V03 {
-			// 0.3 clients read a stream call's answer as SSE only: an
-			// error must be an event of its own to keep its code.
-			_ = newSSE(c).event(0, a2a.NewError(c.req.ID, rerr))
-			return
-		}
-		e.writeRPC(c.w, http.StatusOK, a2a.NewError(c.req.ID, rerr))
+		e.writeError(c, rerr)
 		return
 	}
 	e.writeRPC(c.w, http.StatusOK, a2a.NewResult(c.req.ID, result))
+}
+
+// writeError answers a call with an error. Clients read a stream call's
+// answer as SSE whatever its content type (the 0.3 JS client, the Go SDK in
+// both versions): there an error must be an event of its own to keep its
+// code, whether it arises in the handler or before it (version, agent).
+func (e *Edge) writeError(c *call, rerr *a2a.Error) {
+	if c.op.Streaming() {
+		_ = newSSE(c).event(0, a2a.NewError(c.req.ID, rerr))
+		return
+	}
+	e.writeRPC(c.w, http.StatusOK, a2a.NewError(c.req.ID, rerr))
 }
 
 // errStreamStarted means the SSE response was written (and ended) by the

@@ -43,6 +43,11 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 		return nil, rpcErr
 	}
 	msg := p.params.Message
+	if msg != nil && msg.MessageID == "" && isLegacySend(c.req.Method) {
+		// 0.2 messages have no messageId (the client names the task
+		// instead): give the turn one.
+		msg.MessageID = uuid.NewString()
+	}
 	switch {
 	case msg == nil:
 		return nil, a2a.ErrInvalidParams.With("Invalid parameters: message is required")
@@ -250,28 +255,62 @@ func (e *Edge) send(c *call) (any, error) {
 // interrupted) state, woken by state notifications and checking once a
 // second in case one was missed. A client that goes away stops the wait,
 // not the task.
+//
+// A core subscriber can see a published event before the stream has stored
+// it, so after a wake-up the log is re-read with a short backoff until it
+// shows the final state.
 func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-chan struct{}) (*bus.TaskRecord, error) {
+	load := func() (*bus.TaskRecord, error) {
+		fresh, err := e.bus.LoadTask(ctx, rec.Task.ID)
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return fresh, err
+	}
+	if rec.Task.Status.State.Final() {
+		if fresh, err := load(); err != nil || fresh.Task.Status.State.Final() {
+			return fresh, err
+		}
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for i := 0; ; i++ {
-		if i > 0 || rec.Task.Status.State.Final() {
-			fresh, err := e.bus.LoadTask(ctx, rec.Task.ID)
+	for {
+		woken := false
+		select {
+		case <-settled:
+			woken = true
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff := 500 * time.Microsecond
+		for attempt := 0; ; attempt++ {
+			fresh, err := load()
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
 				return nil, err
 			}
 			if fresh.Task.Status.State.Final() {
 				return fresh, nil
 			}
+			if !woken || attempt >= 8 {
+				break
+			}
+			if err := sleepCtx(ctx, backoff); err != nil {
+				return nil, err
+			}
+			backoff *= 2
 		}
-		select {
-		case <-settled:
-		case <-tick.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
