@@ -252,3 +252,39 @@ func TestValidToken(t *testing.T) {
 		assert.False(t, ValidToken(s), "%q", s)
 	}
 }
+
+func TestPeekStateReadsTheTaskStatus(t *testing.T) {
+	rec := newRecord("p1")
+	rec.Task.ContextID = `tricky "status":{"state":"TASK_STATE_COMPLETED"}`
+	rec.Task.Status.State = a2a.StateWorking
+	rec.Task.History = []a2a.Message{{MessageID: "m", Role: a2a.RoleUser,
+		Parts: []a2a.Part{a2a.TextPart(`"status":{"state":"TASK_STATE_FAILED"`)}}}
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	st, ok := peekState(data)
+	require.True(t, ok)
+	assert.Equal(t, a2a.StateWorking, st)
+}
+
+func TestWatchSnapshotsDeliversStoredFinalState(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("w1"))
+	require.NoError(t, err)
+	got := make(chan *TaskRecord, 4)
+	sub, err := b.WatchSnapshots("w1", a2a.TaskState.Final, func(r *TaskRecord) { got <- r })
+	require.NoError(t, err)
+	defer sub.Unsubscribe()
+	for _, st := range []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted} {
+		rec, _, err = b.UpdateTask(ctx, "w1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) { return status("w1", st), nil })
+		require.NoError(t, err)
+	}
+	select {
+	case r := <-got:
+		assert.Equal(t, a2a.StateCompleted, r.Task.Status.State, "only the final snapshot is delivered")
+		assert.Equal(t, rec.LastSeq, r.LastSeq)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no snapshot delivered")
+	}
+	assert.Empty(t, got)
+}

@@ -224,11 +224,11 @@ func (e *Edge) send(c *call) (any, error) {
 			return nil, err
 		}
 	} else {
-		settled := make(chan struct{}, 1)
-		sub, err := e.bus.WatchStates(rec.Task.ID, func(s a2a.TaskState) {
-			if s.Final() {
+		settled := make(chan *bus.TaskRecord, 1)
+		sub, err := e.bus.WatchSnapshots(rec.Task.ID, a2a.TaskState.Final, func(r *bus.TaskRecord) {
+			if r.Task.Status.State.Final() {
 				select {
-				case settled <- struct{}{}:
+				case settled <- r:
 				default:
 				}
 			}
@@ -252,14 +252,11 @@ func (e *Edge) send(c *call) (any, error) {
 }
 
 // awaitSettled waits until the task reaches a final (terminal or
-// interrupted) state, woken by state notifications and checking once a
-// second in case one was missed. A client that goes away stops the wait,
-// not the task.
-//
-// A core subscriber can see a published event before the stream has stored
-// it, so after a wake-up the log is re-read with a short backoff until it
-// shows the final state.
-func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-chan struct{}) (*bus.TaskRecord, error) {
+// interrupted) state. The stored snapshot arrives whole on settled as soon
+// as a worker stores it; once a second the task is also loaded from the
+// log, in case a notification was lost or the writer died before storing.
+// A client that goes away stops the wait, not the task.
+func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-chan *bus.TaskRecord) (*bus.TaskRecord, error) {
 	load := func() (*bus.TaskRecord, error) {
 		fresh, err := e.bus.LoadTask(ctx, rec.Task.ID)
 		if err != nil && ctx.Err() != nil {
@@ -275,16 +272,10 @@ func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		woken := false
 		select {
-		case <-settled:
-			woken = true
+		case r := <-settled:
+			return r, nil
 		case <-tick.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		backoff := 500 * time.Microsecond
-		for attempt := 0; ; attempt++ {
 			fresh, err := load()
 			if err != nil {
 				return nil, err
@@ -292,25 +283,9 @@ func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-
 			if fresh.Task.Status.State.Final() {
 				return fresh, nil
 			}
-			if !woken || attempt >= 8 {
-				break
-			}
-			if err := sleepCtx(ctx, backoff); err != nil {
-				return nil, err
-			}
-			backoff *= 2
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -1,0 +1,53 @@
+package bus
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go"
+)
+
+// snapshotSubject is the subject a task's stored snapshot is published on
+// by the KV bucket (the bucket is a stream over these subjects).
+func snapshotSubject(id string) string { return "$KV." + BucketTasks + "." + id }
+
+// WatchSnapshots calls fn with every snapshot of task id stored from now
+// on whose state satisfies want, delivered whole by core NATS as the bucket
+// stores it: a blocking call learns the settled task without reading
+// anything. Delivery is at most once, so callers keep a slower fallback
+// (LoadTask). Unsubscribe when done.
+func (b *Bus) WatchSnapshots(id string, want func(a2a.TaskState) bool, fn func(*TaskRecord)) (*nats.Subscription, error) {
+	return b.nc.Subscribe(snapshotSubject(id), func(m *nats.Msg) {
+		if len(m.Data) == 0 {
+			return // a delete or purge marker
+		}
+		if st, ok := peekState(m.Data); ok && !want(st) {
+			return // skip decoding snapshots nobody waits for
+		}
+		var rec TaskRecord
+		if json.Unmarshal(m.Data, &rec) != nil {
+			return
+		}
+		fn(&rec)
+	})
+}
+
+var statePrefix = []byte(`"status":{"state":"`)
+
+// peekState reads the task state from a stored TaskRecord without decoding
+// it. The record's fields are written in a fixed order (task id, context
+// id, then status), and a quote inside a JSON string is always escaped, so
+// the first unescaped occurrence of the prefix is the task's own status.
+func peekState(data []byte) (a2a.TaskState, bool) {
+	i := bytes.Index(data, statePrefix)
+	if i < 0 {
+		return "", false
+	}
+	rest := data[i+len(statePrefix):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return "", false
+	}
+	return a2a.TaskState(rest[:j]), true
+}
