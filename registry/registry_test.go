@@ -1,0 +1,95 @@
+package registry
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openBus(t *testing.T, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("registry-test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, nc, cfg)
+	require.NoError(t, err)
+	return b
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestAgentAppearsAndLeaves(t *testing.T) {
+	b := openBus(t, bus.Config{RegistryTTL: 600 * time.Millisecond})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	table := NewTable()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = table.Run(ctx, b) }()
+	<-table.Ready()
+
+	// Two workers of one agent: the agent lives while either does.
+	w1ctx, stop1 := context.WithCancel(ctx)
+	w2ctx, stop2 := context.WithCancel(ctx)
+	p1, p2 := make(chan struct{}), make(chan struct{})
+	card := a2a.AgentCard{Name: "echo", Description: "d"}
+	go func() { defer close(p1); _ = Publish(w1ctx, b, Entry{Agent: "echo", Instance: "a", Card: card}, log) }()
+	go func() { defer close(p2); _ = Publish(w2ctx, b, Entry{Agent: "echo", Instance: "b", Card: card}, log) }()
+
+	start := time.Now()
+	waitFor(t, "echo to appear", func() bool { _, ok := table.Lookup("echo"); return ok })
+	t.Logf("join latency: %s", time.Since(start))
+	assert.Len(t, table.Agents(), 1, "two instances of one agent list once")
+
+	stop1()
+	<-p1
+	time.Sleep(100 * time.Millisecond)
+	_, ok := table.Lookup("echo")
+	assert.True(t, ok, "agent stays while one worker remains")
+
+	stop2()
+	<-p2
+	waitFor(t, "echo to disappear after a clean stop", func() bool { _, ok := table.Lookup("echo"); return !ok })
+	cancel()
+	<-done
+}
+
+func TestCrashedWorkerExpires(t *testing.T) {
+	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
+	table := NewTable()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = table.Run(ctx, b) }()
+	<-table.Ready()
+
+	// A worker that registered once and died without deleting its entry.
+	e := Entry{Agent: "ghost", Instance: "x", Card: a2a.AgentCard{Name: "ghost"}, TTL: 300 * time.Millisecond, Beat: time.Now()}
+	table.apply(fakeEntry{key: "ghost.x", e: e})
+	_, ok := table.Lookup("ghost")
+	require.True(t, ok)
+	waitFor(t, "ghost to expire", func() bool { _, ok := table.Lookup("ghost"); return !ok })
+	cancel()
+	<-done
+}
