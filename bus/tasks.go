@@ -22,6 +22,7 @@ import (
 // Errors callers branch on.
 var (
 	ErrTaskNotFound = errors.New("bus: task not found")
+	ErrTaskExists   = errors.New("bus: task already exists")
 	ErrTerminal     = errors.New("bus: task is in a terminal state")
 	ErrQueueFull    = errors.New("bus: work queue is full")
 	ErrContention   = errors.New("bus: too much contention on task")
@@ -76,7 +77,7 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 	seq, err := b.appendEvent(ctx, rec.Task.ID, &a2a.StreamResponse{Task: &task}, 0, hdr)
 	if err != nil {
 		if isWrongLastSeq(err) {
-			return nil, fmt.Errorf("bus: task %s already exists", rec.Task.ID)
+			return nil, fmt.Errorf("%w: %s", ErrTaskExists, rec.Task.ID)
 		}
 		return nil, err
 	}
@@ -97,6 +98,9 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 // LoadTask returns the task's current snapshot, folding any events the
 // stored snapshot is missing.
 func (b *Bus) LoadTask(ctx context.Context, id string) (*TaskRecord, error) {
+	if !ValidToken(id) {
+		return nil, ErrTaskNotFound // no subject could hold its log
+	}
 	rec, err := b.getStored(ctx, id)
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		return nil, err

@@ -87,22 +87,15 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 	if prior != "" {
 		rec, err := e.bus.LoadTask(ctx, prior)
 		if err == nil {
-			if rec.Owner != c.owner || rec.Agent != c.agent {
-				return nil, a2a.ErrInvalidParams.With("Invalid parameters: messageId was already used")
-			}
-			p.rec, p.replay = rec, true
-			if rec.Task.Status.State == a2a.StateSubmitted {
-				// The earlier call may have died before enqueueing; the
-				// work queue's dedupe window drops a second copy.
-				p.item = e.workItem(c, p, rec)
-				p.msgID = workMsgID(rec.Task.ID, msg.MessageID)
-			}
-			return p, nil
+			return e.replay(c, p, rec)
 		}
 		if !errors.Is(err, bus.ErrTaskNotFound) {
 			return nil, err
 		}
-		taskID = prior // claimed, but the task was never created: create it now
+		// Claimed, but the task is not there: the earlier call died before
+		// creating it, or is creating it right now. Create it; if the
+		// other call wins, this one is its retry.
+		taskID = prior
 	}
 
 	if msg.TaskID != "" {
@@ -118,12 +111,47 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 		// 0.2 clients name new tasks themselves: create it under their id.
 	}
 	rec, err := e.newTask(ctx, c, taskID, msg)
+	if errors.Is(err, bus.ErrTaskExists) {
+		// A concurrent call with the same messageId created it first.
+		existing, lerr := e.bus.LoadTask(ctx, taskID)
+		if lerr != nil {
+			return nil, lerr
+		}
+		if !hasMessage(existing, msg.MessageID) {
+			return nil, a2a.ErrInvalidParams.With("Invalid parameters: task %s already exists", taskID)
+		}
+		return e.replay(c, p, existing)
+	}
 	if err != nil {
 		return nil, err
 	}
 	p.rec = rec
 	p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
 	return p, nil
+}
+
+// replay makes p a retry of the earlier call that recorded its message in rec.
+func (e *Edge) replay(c *call, p *sendPlan, rec *bus.TaskRecord) (*sendPlan, error) {
+	if rec.Owner != c.owner || rec.Agent != c.agent {
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: messageId was already used")
+	}
+	p.rec, p.replay = rec, true
+	if rec.Task.Status.State == a2a.StateSubmitted {
+		// The earlier call may have died before enqueueing; the work
+		// queue's dedupe window drops a second copy.
+		p.item = e.workItem(c, p, rec)
+		p.msgID = workMsgID(rec.Task.ID, p.params.Message.MessageID)
+	}
+	return p, nil
+}
+
+func hasMessage(rec *bus.TaskRecord, messageID string) bool {
+	for _, m := range rec.Task.History {
+		if m.MessageID == messageID {
+			return true
+		}
+	}
+	return false
 }
 
 func isLegacySend(method string) bool {
