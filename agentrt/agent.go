@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/google/uuid"
 )
 
 // Agent is what an agent author implements.
@@ -41,6 +42,24 @@ type Request struct {
 
 // Text is the text of the turn's message.
 func (r *Request) Text() string { return r.Message.Text() }
+
+// ArtifactID returns a stable id for the artifact called name of this turn:
+// the same on every run of the turn. A turn can run again after a worker
+// died mid-run (Attempt > 1); an agent that names its artifacts this way
+// and sends each one's first chunk without append replaces what the dead
+// run left instead of adding a second, partial copy.
+func (r *Request) ArtifactID(name string) string {
+	return turnArtifactID(r.TaskID, r.Message.MessageID, name)
+}
+
+// turnArtifactID derives an artifact id from the task, the turn's message
+// id and a name (a name-based UUID, so it is well-formed and stable).
+func turnArtifactID(taskID, messageID, name string) string {
+	return uuid.NewSHA1(artifactNS, []byte(taskID+"\x00"+messageID+"\x00"+name)).String()
+}
+
+// artifactNS is the UUID namespace of turnArtifactID.
+var artifactNS = uuid.MustParse("6f0c5a3e-2b1d-4c8e-9a57-3d2e8b4f1a60")
 
 // EventWriter records what the agent does. Every method appends one event
 // to the task's log; it returns ErrTaskClosed once the task reached a

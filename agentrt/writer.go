@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,11 +20,13 @@ type writer struct {
 	b       *bus.Bus
 	taskID  string
 	ctxID   string
+	turn    string // message id of the user turn being run
 	timeout time.Duration
 
-	mu    sync.Mutex
-	rec   *bus.TaskRecord
-	final a2a.TaskState // last state written by this run, if final
+	mu      sync.Mutex
+	rec     *bus.TaskRecord
+	final   a2a.TaskState // last state written by this run, if final
+	unnamed int           // artifacts written without an id so far
 }
 
 func (w *writer) update(ev *a2a.StreamResponse) error {
@@ -70,7 +73,14 @@ func (w *writer) Reject(text string) error        { return w.status(a2a.StateRej
 
 func (w *writer) Artifact(a a2a.Artifact, appendChunk, lastChunk bool) error {
 	if a.ArtifactID == "" {
-		a.ArtifactID = newID()
+		// The n-th unnamed artifact of a turn gets the same id on every run
+		// of it, so a re-run after a crash replaces it rather than adding
+		// a copy.
+		w.mu.Lock()
+		w.unnamed++
+		n := w.unnamed
+		w.mu.Unlock()
+		a.ArtifactID = turnArtifactID(w.taskID, w.turn, "#"+strconv.Itoa(n))
 	}
 	return w.update(&a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{
 		TaskID: w.taskID, ContextID: w.ctxID, Artifact: a, Append: appendChunk, LastChunk: lastChunk,

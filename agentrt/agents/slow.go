@@ -9,7 +9,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
-	"github.com/google/uuid"
 )
 
 // Limits of the slow agent's parameters.
@@ -61,7 +60,9 @@ func (Slow) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter
 	if err := w.Working(fmt.Sprintf("streaming %d chunks, %s apart", chunks, delay)); err != nil {
 		return err
 	}
-	id := uuid.NewString()
+	// A stable id: if this turn runs again after a crash, chunk 1 (sent
+	// without append) replaces the partial artifact of the earlier run.
+	id := req.ArtifactID("chunks")
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for i := 1; i <= chunks; i++ {
