@@ -137,7 +137,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	log := w.Logger.With("task_id", item.TaskID, "context_id", item.ContextID, "attempt", meta.NumDelivered)
 	opCtx, cancelOp := context.WithTimeout(bg, 10*time.Second)
-	rec, err := w.Bus.LoadTask(opCtx, item.TaskID)
+	rec, err := w.Bus.PeekTask(opCtx, item.TaskID)
 	cancelOp()
 	switch {
 	case errors.Is(err, bus.ErrTaskNotFound):

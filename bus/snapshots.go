@@ -2,7 +2,9 @@ package bus
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go"
@@ -31,6 +33,18 @@ func (b *Bus) WatchSnapshots(id string, want func(a2a.TaskState) bool, fn func(*
 		}
 		fn(&rec)
 	})
+}
+
+// PeekTask returns the stored snapshot of task id without checking the log
+// for newer events (LoadTask does). A writer may start from it: if it is
+// behind, its first append loses the compare-and-set and UpdateTask folds
+// the missing events before retrying.
+func (b *Bus) PeekTask(ctx context.Context, id string) (*TaskRecord, error) {
+	rec, err := b.getStored(ctx, id)
+	if errors.Is(err, ErrTaskNotFound) && ValidToken(id) {
+		return b.LoadTask(ctx, id) // the creator may have died before storing
+	}
+	return rec, err
 }
 
 var statePrefix = []byte(`"status":{"state":"`)
