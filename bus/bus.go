@@ -85,7 +85,6 @@ type Bus struct {
 	cfg      Config
 	events   jetstream.Stream
 	tasks    jetstream.KeyValue
-	idem     jetstream.KeyValue
 	registry jetstream.KeyValue
 }
 
@@ -151,8 +150,6 @@ func (b *Bus) ensure(ctx context.Context) error {
 		cfg jetstream.KeyValueConfig
 	}{
 		{&b.tasks, jetstream.KeyValueConfig{Bucket: BucketTasks, Description: "a2amesh: task snapshots",
-			History: 1, TTL: c.Retention, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
-		{&b.idem, jetstream.KeyValueConfig{Bucket: BucketIdem, Description: "a2amesh: messageId to taskId, for retried sends",
 			History: 1, TTL: c.Retention, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 		{&b.registry, jetstream.KeyValueConfig{Bucket: BucketRegistry, Description: "a2amesh: agent cards of live workers",
 			History: 1, TTL: c.RegistryTTL * 3, Storage: jetstream.FileStorage, Replicas: c.Replicas}},

@@ -205,17 +205,6 @@ func TestReadEventsResumesAfterSequence(t *testing.T) {
 	assert.Len(t, rec.Task.Artifacts[0].Parts, 5, "appended chunks fold into one artifact")
 }
 
-func TestClaimMessage(t *testing.T) {
-	b := openTestBus(t, Config{})
-	ctx := context.Background()
-	prior, err := b.ClaimMessage(ctx, "k1", "task-a")
-	require.NoError(t, err)
-	assert.Empty(t, prior)
-	prior, err = b.ClaimMessage(ctx, "k1", "task-b")
-	require.NoError(t, err)
-	assert.Equal(t, "task-a", prior)
-}
-
 func TestEnqueueRefusesWhenQueueFull(t *testing.T) {
 	b := openTestBus(t, Config{MaxQueued: 2})
 	ctx := context.Background()

@@ -6,7 +6,6 @@ package bus
 //	A2A_EVENTS   stream, Limits      a2a.events.<taskId>    each task's event log (seq = SSE id)
 //	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
 //	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
-//	A2A_IDEM     KV, TTL             <hash>                 messageId -> taskId, for retried sends
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
 const (
@@ -15,7 +14,6 @@ const (
 	StreamDead   = "A2A_DEAD"
 
 	BucketTasks    = "A2A_TASKS"
-	BucketIdem     = "A2A_IDEM"
 	BucketRegistry = "A2A_REGISTRY"
 
 	subjWorkPrefix    = "a2a.work."

@@ -410,20 +410,3 @@ func (b *Bus) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*Ta
 		}
 	}
 }
-
-// ClaimMessage records that key (derived from a client's messageId) created
-// task taskID. If key was already claimed it returns the earlier task id.
-func (b *Bus) ClaimMessage(ctx context.Context, key, taskID string) (existing string, err error) {
-	_, err = b.idem.Create(ctx, key, []byte(taskID))
-	if err == nil {
-		return "", nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return "", fmt.Errorf("bus: claim message: %w", err)
-	}
-	e, err := b.idem.Get(ctx, key)
-	if err != nil {
-		return "", fmt.Errorf("bus: claim message: %w", err)
-	}
-	return string(e.Value()), nil
-}

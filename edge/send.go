@@ -3,7 +3,6 @@ package edge
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -74,45 +73,30 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 		return nil, a2a.ErrInvalidParams.With("Invalid parameters: contextId is too long")
 	}
 
-	// A retried send carries the same messageId: find the task it made.
-	key := idemKey(c.agent, c.owner, msg.MessageID)
-	taskID := msg.TaskID
-	if taskID == "" {
-		taskID = uuid.NewString()
-	}
-	prior, err := e.bus.ClaimMessage(ctx, key, taskID)
-	if err != nil {
-		return nil, err
-	}
-	if prior != "" {
-		rec, err := e.bus.LoadTask(ctx, prior)
-		if err == nil {
-			return e.replay(c, p, rec)
-		}
-		if !errors.Is(err, bus.ErrTaskNotFound) {
-			return nil, err
-		}
-		// Claimed, but the task is not there: the earlier call died before
-		// creating it, or is creating it right now. Create it; if the
-		// other call wins, this one is its retry.
-		taskID = prior
-	}
-
 	if msg.TaskID != "" {
 		rec, err := e.continueTask(ctx, c, msg)
-		if err == nil || !errors.Is(err, a2a.ErrTaskNotFound) || !isLegacySend(c.req.Method) {
-			if err != nil {
-				return nil, err
-			}
+		switch {
+		case errors.Is(err, errTurnRecorded):
+			return e.replay(c, p, rec) // a retried turn
+		case err == nil:
 			p.rec = rec
 			p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
 			return p, nil
+		case !errors.Is(err, a2a.ErrTaskNotFound) || !isLegacySend(c.req.Method):
+			return nil, err
 		}
 		// 0.2 clients name new tasks themselves: create it under their id.
 	}
+
+	// A new task's id is derived from the client's messageId, so a retried
+	// send (same messageId) finds the log its first attempt created: the
+	// log's create-if-absent append is the idempotency check.
+	taskID := msg.TaskID
+	if taskID == "" {
+		taskID = deriveTaskID(c.agent, c.owner, msg.MessageID)
+	}
 	rec, err := e.newTask(ctx, c, taskID, msg)
 	if errors.Is(err, bus.ErrTaskExists) {
-		// A concurrent call with the same messageId created it first.
 		existing, lerr := e.bus.LoadTask(ctx, taskID)
 		if lerr != nil {
 			return nil, lerr
@@ -128,6 +112,16 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 	p.rec = rec
 	p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
 	return p, nil
+}
+
+// taskIDSpace namespaces task ids derived from message ids.
+var taskIDSpace = uuid.MustParse("5f0c7a2e-6d1b-4c3e-9a8f-a2a0e5a1c0de")
+
+// deriveTaskID names the task a client's message creates. It is a
+// name-based UUID of agent, owner and messageId: unguessable without the
+// messageId, and the same for every retry of one send.
+func deriveTaskID(agent, owner, messageID string) string {
+	return uuid.NewSHA1(taskIDSpace, []byte(agent+"\x00"+owner+"\x00"+messageID)).String()
 }
 
 // replay makes p a retry of the earlier call that recorded its message in rec.
@@ -186,7 +180,13 @@ func (e *Edge) continueTask(ctx context.Context, c *call, msg *a2a.Message) (*bu
 			trunc(msg.ContextID, 64), rec.Task.ID, rec.Task.ContextID)
 	}
 	msg.ContextID = rec.Task.ContextID
+	if hasMessage(rec, msg.MessageID) {
+		return rec, errTurnRecorded
+	}
 	next, _, err := e.bus.UpdateTask(ctx, msg.TaskID, rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
+		if hasMessage(cur, msg.MessageID) {
+			return nil, errTurnRecorded // a concurrent retry recorded it first
+		}
 		if st := cur.Task.Status.State; !st.Interrupted() {
 			return nil, a2a.ErrUnsupportedOperation.With("Task %s is %s: it takes a new message only when it asks for input",
 				cur.Task.ID, a2a.StateV03(st))
@@ -195,11 +195,18 @@ func (e *Edge) continueTask(ctx context.Context, c *call, msg *a2a.Message) (*bu
 		return &a2a.StreamResponse{Message: &m}, nil
 	})
 	if errors.Is(err, bus.ErrTerminal) {
+		if hasMessage(next, msg.MessageID) {
+			return next, errTurnRecorded
+		}
 		return nil, a2a.ErrUnsupportedOperation.With("Task %s is in terminal state %s and accepts no more messages",
 			rec.Task.ID, a2a.StateV03(next.Task.Status.State))
 	}
 	return next, err
 }
+
+// errTurnRecorded means the turn's messageId is already in the task's
+// history: the call is a retry of one that recorded it.
+var errTurnRecorded = errors.New("turn already recorded")
 
 func (e *Edge) workItem(c *call, p *sendPlan, rec *bus.TaskRecord) *bus.WorkItem {
 	item := &bus.WorkItem{
@@ -315,12 +322,6 @@ func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// idemKey names a client's message for retry detection.
-func idemKey(agent, owner, messageID string) string {
-	h := sha256.Sum256([]byte(agent + "\x00" + owner + "\x00" + messageID))
-	return hex.EncodeToString(h[:20])
 }
 
 func workMsgID(taskID, messageID string) string {
