@@ -152,7 +152,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack() // canceled while queued, or a late redelivery
 		return
 	}
-	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec}
+	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now()}
 	if int(meta.NumDelivered) >= w.Bus.Config().MaxDeliver && meta.NumDelivered > 1 {
 		log.Error("task abandoned after repeated worker failures")
 		_ = wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", meta.NumDelivered))

@@ -15,7 +15,9 @@ import (
 func newID() string { return uuid.NewString() }
 
 // writer is the EventWriter of one run. It caches the task snapshot it last
-// wrote, so each event costs one append and one snapshot store.
+// wrote, so each event costs one append; the snapshot is stored at a final
+// or interrupted state and otherwise every storeEvery events or
+// storeInterval, since readers fold newer log events into it.
 type writer struct {
 	b       *bus.Bus
 	taskID  string
@@ -23,10 +25,12 @@ type writer struct {
 	turn    string // message id of the user turn being run
 	timeout time.Duration
 
-	mu      sync.Mutex
-	rec     *bus.TaskRecord
-	final   a2a.TaskState // last state written by this run, if final
-	unnamed int           // artifacts written without an id so far
+	mu         sync.Mutex
+	rec        *bus.TaskRecord
+	unstored   int           // events appended since the last snapshot store
+	lastStored time.Time     // when the snapshot was last stored
+	final      a2a.TaskState // last state written by this run, if final
+	unnamed    int           // artifacts written without an id so far
 }
 
 func (w *writer) update(ev *a2a.StreamResponse) error {
@@ -37,9 +41,11 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
-	rec, _, err := w.b.UpdateTask(ctx, w.taskID, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) {
+	final := ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
+	store := final || w.unstored+1 >= storeEvery || time.Since(w.lastStored) >= storeInterval
+	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) {
 		return ev, nil
-	})
+	}, store)
 	if errors.Is(err, bus.ErrTerminal) {
 		w.rec = rec
 		return ErrTaskClosed
@@ -49,11 +55,22 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 		return err
 	}
 	w.rec = rec
-	if ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final() {
+	if store {
+		w.unstored, w.lastStored = 0, time.Now()
+	} else {
+		w.unstored++
+	}
+	if final {
 		w.final = ev.StatusUpdate.Status.State
 	}
 	return nil
 }
+
+// How often a run stores the task snapshot between final states.
+const (
+	storeEvery    = 32
+	storeInterval = 500 * time.Millisecond
+)
 
 func (w *writer) status(state a2a.TaskState, text string) error {
 	st := a2a.TaskStatus{State: state, Timestamp: a2a.Now()}

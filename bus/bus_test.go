@@ -277,3 +277,31 @@ func TestWatchSnapshotsDeliversStoredFinalState(t *testing.T) {
 	}
 	assert.Empty(t, got)
 }
+
+func TestLazyStoreIsFoldedByReaders(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("l1"))
+	require.NoError(t, err)
+	rec, _, err = b.AppendTask(ctx, "l1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("l1", a2a.StateWorking), nil
+	}, false)
+	require.NoError(t, err)
+	stored, err := b.getStored(ctx, "l1")
+	require.NoError(t, err)
+	require.Equal(t, a2a.StateSubmitted, stored.Task.Status.State, "precondition: the store was skipped")
+
+	list, err := b.ListTasks(ctx, func(r *TaskRecord) bool { return r.Task.Status.State == a2a.StateWorking })
+	require.NoError(t, err)
+	require.Len(t, list, 1, "ListTasks folds the log of unfinished tasks")
+
+	// The writer's next store uses the revision of its last store.
+	rec, _, err = b.AppendTask(ctx, "l1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("l1", a2a.StateCompleted), nil
+	}, true)
+	require.NoError(t, err)
+	stored, err = b.getStored(ctx, "l1")
+	require.NoError(t, err)
+	assert.Equal(t, a2a.StateCompleted, stored.Task.Status.State)
+	assert.Equal(t, rec.LastSeq, stored.LastSeq)
+}

@@ -141,6 +141,20 @@ func (b *Bus) getStored(ctx context.Context, id string) (*TaskRecord, error) {
 	return &rec, nil
 }
 
+// refresh returns rec with any newer events of its log folded in, without
+// storing; on any error it returns rec as it was.
+func (b *Bus) refresh(ctx context.Context, rec *TaskRecord) *TaskRecord {
+	last, err := b.events.GetLastMsgForSubject(ctx, EventsSubject(rec.Task.ID))
+	if err != nil || last.Sequence <= rec.LastSeq {
+		return rec
+	}
+	fresh, err := b.forward(ctx, rec.Task.ID, rec)
+	if err != nil {
+		return rec
+	}
+	return fresh
+}
+
 // forward folds the log's events after rec.LastSeq (rec nil: from the start).
 func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRecord, error) {
 	subj := EventsSubject(id)
@@ -216,6 +230,14 @@ type Mutation func(rec *TaskRecord) (*a2a.StreamResponse, error)
 // be a snapshot the caller already holds (nil loads one). A terminal task
 // refuses every event with ErrTerminal.
 func (b *Bus) UpdateTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation) (*TaskRecord, *a2a.StreamResponse, error) {
+	return b.AppendTask(ctx, id, rec, mutate, true)
+}
+
+// AppendTask is UpdateTask with the snapshot store made optional: a writer
+// producing many events (artifact chunks) may store only now and then, since
+// every reader folds the log's newer events into the stored snapshot. The
+// returned record keeps the revision of the last store, for the next one.
+func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation, store bool) (*TaskRecord, *a2a.StreamResponse, error) {
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
 		if rec == nil {
@@ -241,15 +263,28 @@ func (b *Bus) UpdateTask(ctx context.Context, id string, rec *TaskRecord, mutate
 			return rec, nil, err
 		}
 		next := rec.apply(ev, seq, a2a.Now())
-		if !b.store(ctx, next, false) {
-			b.settle(ctx, id, seq)
-			if s, err := b.getStored(ctx, id); err == nil && s.LastSeq == seq {
-				next.rev = s.rev
-			}
+		if store {
+			b.storeAfter(ctx, next)
 		}
 		return next, ev, nil
 	}
 	return rec, nil, ErrContention
+}
+
+// StoreTask stores rec (obtained from AppendTask) as the task's snapshot,
+// repairing from the log if someone stored in between.
+func (b *Bus) StoreTask(ctx context.Context, rec *TaskRecord) {
+	b.storeAfter(ctx, rec)
+}
+
+func (b *Bus) storeAfter(ctx context.Context, next *TaskRecord) {
+	if b.store(ctx, next, false) {
+		return
+	}
+	b.settle(ctx, next.Task.ID, next.LastSeq)
+	if s, err := b.getStored(ctx, next.Task.ID); err == nil && s.LastSeq == next.LastSeq {
+		next.rev = s.rev
+	}
 }
 
 // settle makes sure the stored snapshot includes event seq after a lost
@@ -382,8 +417,9 @@ func (b *Bus) WatchStates(id string, fn func(a2a.TaskState)) (*nats.Subscription
 	})
 }
 
-// ListTasks returns every stored snapshot accepted by keep. It reads the
-// bucket with one ordered watcher, not one request per key.
+// ListTasks returns every task snapshot accepted by keep. It reads the
+// bucket with one ordered watcher, not one request per key, and brings the
+// snapshots of unfinished tasks up to date with their logs.
 func (b *Bus) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*TaskRecord, error) {
 	w, err := b.tasks.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -402,8 +438,14 @@ func (b *Bus) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*Ta
 				continue
 			}
 			rec.rev = e.Revision()
-			if keep(&rec) {
-				out = append(out, &rec)
+			r := &rec
+			if !r.Task.Status.State.Final() {
+				// Workers store snapshots of running tasks only now and
+				// then: fold what the log has beyond it.
+				r = b.refresh(ctx, r)
+			}
+			if keep(r) {
+				out = append(out, r)
 			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
