@@ -43,7 +43,7 @@ var DefaultConfig = Config{
 	MaxQueued:       100_000,
 	MaxQueueBytes:   1 << 30,
 	DuplicateWindow: 2 * time.Minute,
-	AckWait:         30 * time.Second,
+	AckWait:         10 * time.Second,
 	MaxDeliver:      5,
 	RegistryTTL:     10 * time.Second,
 }

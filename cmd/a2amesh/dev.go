@@ -27,7 +27,7 @@ func runDev(ctx context.Context, args []string) error {
 	cors := fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)")
 	keepAlive := fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
-	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", 30*time.Second), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
+	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", 10*time.Second), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
