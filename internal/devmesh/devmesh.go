@@ -146,6 +146,7 @@ func Start(ctx context.Context, cfg Config) (m *Mesh, err error) {
 	m.http = &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second, // whole request; streams' writes are not bounded
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
