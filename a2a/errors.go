@@ -88,3 +88,49 @@ func AsError(err error) *Error {
 	}
 	return ErrInternal
 }
+
+// Error details of 1.0 (§9.5): error.data is an array of ProtoJSON Any
+// objects; A2A errors carry a google.rpc.ErrorInfo naming their reason.
+const (
+	ErrorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
+	ErrorDomain   = "a2a-protocol.org"
+)
+
+// ErrorInfo is a google.rpc.ErrorInfo in ProtoJSON Any form.
+type ErrorInfo struct {
+	Type     string            `json:"@type"`
+	Reason   string            `json:"reason"`
+	Domain   string            `json:"domain"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+var errorReasons = map[int]string{
+	CodeParseError:                   "PARSE_ERROR",
+	CodeInvalidRequest:               "INVALID_REQUEST",
+	CodeMethodNotFound:               "METHOD_NOT_FOUND",
+	CodeInvalidParams:                "INVALID_PARAMS",
+	CodeInternalError:                "INTERNAL_ERROR",
+	CodeServerBusy:                   "SERVER_ERROR",
+	CodeTaskNotFound:                 "TASK_NOT_FOUND",
+	CodeTaskNotCancelable:            "TASK_NOT_CANCELABLE",
+	CodePushNotificationNotSupported: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+	CodeUnsupportedOperation:         "UNSUPPORTED_OPERATION",
+	CodeContentTypeNotSupported:      "CONTENT_TYPE_NOT_SUPPORTED",
+	CodeInvalidAgentResponse:         "INVALID_AGENT_RESPONSE",
+	CodeExtendedCardNotConfigured:    "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+	CodeExtensionSupportRequired:     "EXTENSION_SUPPORT_REQUIRED",
+	CodeVersionNotSupported:          "VERSION_NOT_SUPPORTED",
+}
+
+// WithErrorInfo returns a copy of e whose data is the 1.0 details array
+// holding a google.rpc.ErrorInfo for its code. An error that already has
+// data, or whose code has no A2A reason, is returned as is. 0.3 clients
+// read data as an object, so this is for 1.0 answers only.
+func (e *Error) WithErrorInfo() *Error {
+	reason, ok := errorReasons[e.Code]
+	if !ok || e.Data != nil {
+		return e
+	}
+	return &Error{Code: e.Code, Message: e.Message,
+		Data: []ErrorInfo{{Type: ErrorInfoType, Reason: reason, Domain: ErrorDomain}}}
+}

@@ -278,6 +278,40 @@ func (r *GetTaskRequest) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSON accepts the proto field names ProtoJSON parsers must also
+// accept (context_id, page_size, page_token, history_length,
+// status_timestamp_after, include_artifacts); the lowerCamelCase name wins
+// when both are present.
+func (r *ListTasksRequest) UnmarshalJSON(b []byte) error {
+	type plain ListTasksRequest
+	var w struct {
+		plain
+		ContextIDSnake        string `json:"context_id"`
+		PageSizeSnake         *int   `json:"page_size"`
+		PageTokenSnake        string `json:"page_token"`
+		HistorySnake          *int   `json:"history_length"`
+		StatusTimestampSnake  string `json:"status_timestamp_after"`
+		IncludeArtifactsSnake *bool  `json:"include_artifacts"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = ListTasksRequest(w.plain)
+	r.ContextID = firstNonEmpty(r.ContextID, w.ContextIDSnake)
+	r.PageToken = firstNonEmpty(r.PageToken, w.PageTokenSnake)
+	r.StatusTimestampAfter = firstNonEmpty(r.StatusTimestampAfter, w.StatusTimestampSnake)
+	if r.PageSize == nil {
+		r.PageSize = w.PageSizeSnake
+	}
+	if r.HistoryLength == nil {
+		r.HistoryLength = w.HistorySnake
+	}
+	if r.IncludeArtifacts == nil {
+		r.IncludeArtifacts = w.IncludeArtifactsSnake
+	}
+	return nil
+}
+
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {

@@ -1,7 +1,11 @@
 package edge
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -73,8 +77,13 @@ func (e *Edge) routes() {
 	}
 	e.mux.HandleFunc("GET /agents", e.serveAgents)
 	e.mux.HandleFunc("GET /agents/{$}", e.serveAgents)
+	// Each JSON-RPC endpoint also answers with a trailing slash: clients
+	// that join "/" onto the card's URL (httpx's base_url, the A2A TCK)
+	// post there.
 	e.mux.HandleFunc("POST /agents/{name}", e.serveRPC)
+	e.mux.HandleFunc("POST /agents/{name}/{$}", e.serveRPC)
 	e.mux.HandleFunc("POST /a2a", e.serveRPC)
+	e.mux.HandleFunc("POST /a2a/{$}", e.serveRPC)
 	e.mux.HandleFunc("POST /{$}", e.serveRPC)
 	e.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -147,7 +156,7 @@ func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no live agent named " + name})
 		return
 	}
-	writeJSON(w, http.StatusOK, e.agentCard(r, name, c))
+	writeCard(w, r, e.agentCard(r, name, c))
 }
 
 func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
@@ -182,7 +191,48 @@ func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
 		DefaultOutputModes:                []string{"text/plain", "application/json"},
 		Skills:                            skills,
 	}
-	writeJSON(w, http.StatusOK, c.WithEndpoint(base+"/a2a", "", ""))
+	writeCard(w, r, c.WithEndpoint(base+"/a2a", "", ""))
+}
+
+// cardMaxAge is how long clients may cache a card: short, because the mesh
+// card lists the live agents.
+const cardMaxAge = 60 * time.Second
+
+// writeCard serves a card with the caching headers the spec recommends
+// (§8.6.1): Cache-Control with max-age, and an ETag, honouring
+// If-None-Match with 304 Not Modified.
+func writeCard(w http.ResponseWriter, r *http.Request, card a2a.AgentCard) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(card); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+		return
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(cardMaxAge.Seconds())))
+	h.Set("ETag", etag)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// etagMatches reports whether an If-None-Match header matches etag
+// (weak comparison, as RFC 9110 asks for If-None-Match).
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -52,23 +55,29 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		e.writeRPC(w, http.StatusOK, a2a.NewError(nil, a2a.ErrParse.With("Invalid JSON payload: not valid UTF-8")))
 		return
 	}
+	hv := r.Header.Get("A2A-Version")
+	if hv == "" {
+		hv = r.URL.Query().Get("A2A-Version")
+	}
 	req, rpcErr := a2a.ParseRequest(body)
 	var id json.RawMessage
 	if req != nil {
 		id = req.ID
 	}
 	if rpcErr != nil {
-		e.writeRPC(w, http.StatusOK, a2a.NewError(id, rpcErr))
+		if rpcErr.Code == a2a.CodeParseError && !jsonContentType(r.Header.Get("Content-Type")) {
+			// The body is not JSON because the client sent another
+			// media type: say that, not that its JSON is broken.
+			rpcErr = a2a.ErrContentTypeNotSupported.With("Incompatible content types: Content-Type %s is not supported; send application/json",
+				quoteTrunc(r.Header.Get("Content-Type")))
+		}
+		e.writeRPC(w, http.StatusOK, earlyError(hv, id, rpcErr))
 		return
 	}
 	op, mv, ok := a2a.LookupMethod(req.Method)
 	if !ok {
-		e.writeRPC(w, http.StatusOK, a2a.NewError(id, a2a.ErrMethodNotFound.With("Method not found: %s", trunc(req.Method, 64))))
+		e.writeRPC(w, http.StatusOK, earlyError(hv, id, a2a.ErrMethodNotFound.With("Method not found: %s", trunc(req.Method, 64))))
 		return
-	}
-	hv := r.Header.Get("A2A-Version")
-	if hv == "" {
-		hv = r.URL.Query().Get("A2A-Version")
 	}
 	c := &call{w: w, r: r, req: req, op: op, version: mv}
 	version, rpcErr := a2a.NegotiateVersion(mv, hv)
@@ -163,10 +172,20 @@ func (e *Edge) dispatch(c *call) {
 // code, whether it arises in the handler or before it (version, agent).
 func (e *Edge) writeError(c *call, rerr *a2a.Error) {
 	if c.op.Streaming() {
-		_ = newSSE(c).event(0, a2a.NewError(c.req.ID, rerr))
+		_ = newSSE(c).event(0, c.errorResponse(rerr))
 		return
 	}
-	e.writeRPC(c.w, http.StatusOK, a2a.NewError(c.req.ID, rerr))
+	e.writeRPC(c.w, http.StatusOK, c.errorResponse(rerr))
+}
+
+// errorResponse is the error answer to the call: in 1.0 its data carries
+// the google.rpc.ErrorInfo the spec asks for (§9.5); 0.3 clients read data
+// as an object, so theirs has none.
+func (c *call) errorResponse(rerr *a2a.Error) *a2a.Response {
+	if c.version == a2a.V10 {
+		rerr = rerr.WithErrorInfo()
+	}
+	return a2a.NewError(c.req.ID, rerr)
 }
 
 // errStreamStarted means the SSE response was written (and ended) by the
@@ -209,6 +228,39 @@ func (e *Edge) loadTask(ctx context.Context, c *call, id string) (*bus.TaskRecor
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
 	}
 	return rec, nil
+}
+
+// earlyError answers a request that failed before its method fixed the
+// protocol version: with 1.0 error details when the A2A-Version header
+// names 1.x.
+func earlyError(versionHeader string, id json.RawMessage, rerr *a2a.Error) *a2a.Response {
+	if v := strings.TrimSpace(versionHeader); v == "1" || strings.HasPrefix(v, "1.") {
+		rerr = rerr.WithErrorInfo()
+	}
+	return a2a.NewError(id, rerr)
+}
+
+// jsonContentType reports whether a request's Content-Type may carry a
+// JSON-RPC body: JSON types, and none or curl's form default, which
+// clients send for JSON bodies too.
+func jsonContentType(ct string) bool {
+	if strings.TrimSpace(ct) == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	switch {
+	case mt == "application/json", mt == "application/json-rpc", mt == "application/jsonrequest",
+		mt == "application/x-www-form-urlencoded", strings.HasSuffix(mt, "+json"):
+		return true
+	}
+	return false
+}
+
+func quoteTrunc(s string) string {
+	return strconv.Quote(trunc(s, 64))
 }
 
 func trunc(s string, n int) string {

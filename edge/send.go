@@ -60,7 +60,7 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 	msg.Role = a2a.RoleUser
 	card, _ := e.reg.Lookup(c.agent)
 	if cfg := p.params.Configuration; cfg != nil && !a2a.ModesOverlap(cfg.AcceptedOutputModes, card.DefaultOutputModes) {
-		return nil, a2a.ErrContentTypeNotSupported.With("none of acceptedOutputModes %v is produced by agent %s (it produces %v)",
+		return nil, a2a.ErrContentTypeNotSupported.With("Incompatible content types: acceptedOutputModes %v not supported by agent %s (it produces %v)",
 			cfg.AcceptedOutputModes, c.agent, card.DefaultOutputModes)
 	}
 	if cfg := p.params.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {

@@ -157,7 +157,7 @@ func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, 
 	r, err := e.bus.ReadEvents(ctx, taskID, after)
 	if err != nil {
 		c.log.Error("stream: read events", "err", err)
-		_ = sw.event(0, a2a.NewError(c.req.ID, a2a.ErrInternal))
+		_ = sw.event(0, c.errorResponse(a2a.ErrInternal))
 		return
 	}
 	defer r.Close()
@@ -175,7 +175,7 @@ func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, 
 			if !ok {
 				if err := r.Err(); err != nil && !errors.Is(err, context.Canceled) {
 					c.log.Error("stream: event log read failed", "err", err)
-					_ = sw.event(0, a2a.NewError(c.req.ID, a2a.ErrInternal))
+					_ = sw.event(0, c.errorResponse(a2a.ErrInternal))
 				}
 				return
 			}
