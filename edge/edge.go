@@ -25,6 +25,10 @@ type Config struct {
 	PublicURL string
 	// DefaultAgent serves POST /a2a calls that name no tenant.
 	DefaultAgent string
+	// IdempotencyWindow is how long a send repeating an earlier messageId
+	// (same agent and caller) returns the task the first one created
+	// (default 2m, JetStream's duplicate window); negative turns it off.
+	IdempotencyWindow time.Duration
 	// MaxBodyBytes bounds a request body (default 1 MiB).
 	MaxBodyBytes int64
 	// KeepAlive is the interval of SSE comment keep-alives (default 15s).
@@ -51,6 +55,9 @@ type Edge struct {
 func New(cfg Config) *Edge {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.IdempotencyWindow == 0 {
+		cfg.IdempotencyWindow = 2 * time.Minute
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second

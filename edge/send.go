@@ -90,28 +90,59 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 
 	// A new task's id is derived from the client's messageId, so a retried
 	// send (same messageId) finds the log its first attempt created: the
-	// log's create-if-absent append is the idempotency check.
+	// log's create-if-absent append is the idempotency check. A messageId
+	// reused after the idempotency window starts a new task, whose id is
+	// derived from the previous one, so its own retries find it in turn.
+	clientNamed := msg.TaskID != ""
 	taskID := msg.TaskID
-	if taskID == "" {
-		taskID = deriveTaskID(c.agent, c.owner, msg.MessageID)
+	if !clientNamed {
+		taskID = e.newTaskID(c, msg.MessageID, "")
 	}
-	rec, err := e.newTask(ctx, c, taskID, msg)
-	if errors.Is(err, bus.ErrTaskExists) {
-		existing, lerr := e.bus.LoadTask(ctx, taskID)
-		if lerr != nil {
-			return nil, lerr
+	for gen := 0; ; gen++ {
+		rec, err := e.newTask(ctx, c, taskID, msg)
+		if err == nil {
+			p.rec = rec
+			p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
+			return p, nil
 		}
-		if !hasMessage(existing, msg.MessageID) {
-			return nil, a2a.ErrInvalidParams.With("Invalid parameters: task %s already exists", taskID)
+		if !errors.Is(err, bus.ErrTaskExists) {
+			return nil, err
 		}
-		return e.replay(c, p, existing)
+		existing, err := e.bus.LoadTask(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		if clientNamed || e.withinWindow(existing) {
+			if !hasMessage(existing, msg.MessageID) {
+				return nil, a2a.ErrInvalidParams.With("Invalid parameters: task %s already exists", taskID)
+			}
+			return e.replay(c, p, existing)
+		}
+		if gen < maxIDGenerations {
+			taskID = e.newTaskID(c, msg.MessageID, existing.Task.ID)
+		} else {
+			taskID = uuid.NewString() // a messageId reused without end: no dedupe
+		}
 	}
-	if err != nil {
-		return nil, err
+}
+
+// maxIDGenerations bounds the chain of tasks one reused messageId may name.
+const maxIDGenerations = 16
+
+// newTaskID names the task a client's message creates: derived from the
+// message when idempotency is on, else random.
+func (e *Edge) newTaskID(c *call, messageID, previous string) string {
+	if e.cfg.IdempotencyWindow < 0 {
+		return uuid.NewString()
 	}
-	p.rec = rec
-	p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
-	return p, nil
+	return deriveTaskID(c.agent, c.owner, messageID+"\x00"+previous)
+}
+
+// withinWindow reports whether a send repeating the message that created
+// rec is a retry of it (rather than a new use of the same messageId).
+func (e *Edge) withinWindow(rec *bus.TaskRecord) bool {
+	created, err := a2a.ParseTime(rec.Created)
+	return err == nil && time.Since(created) <= e.cfg.IdempotencyWindow
 }
 
 // taskIDSpace namespaces task ids derived from message ids.

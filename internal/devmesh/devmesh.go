@@ -36,6 +36,8 @@ type Config struct {
 	PublicURL string
 	// DefaultAgent serves /a2a calls without a tenant (default echo).
 	DefaultAgent string
+	// IdempotencyWindow: see edge.Config (0: 2m; negative: off).
+	IdempotencyWindow time.Duration
 	// KeepAlive is the SSE keep-alive interval (default 15s).
 	KeepAlive time.Duration
 	// CORSOrigins enables CORS for these origins.
@@ -139,6 +141,7 @@ func Start(ctx context.Context, cfg Config) (m *Mesh, err error) {
 	e := edge.New(edge.Config{
 		Bus: m.bus, Registry: table, PublicURL: cfg.PublicURL, DefaultAgent: cfg.DefaultAgent,
 		KeepAlive: cfg.KeepAlive, CORSOrigins: cfg.CORSOrigins, Logger: cfg.Logger,
+		IdempotencyWindow: cfg.IdempotencyWindow,
 	})
 	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("devmesh: listen: %w", err)

@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// send posts a blocking send of msg to echo and returns the task's id.
+func sendID(t *testing.T, m *rawMesh, p proto, msg map[string]any) string {
+	t.Helper()
+	return p.sendTask(t, m.ok(t, "/agents/echo", p.send, sendParams(msg, nil))).ID
+}
+
+func TestIdempotencyWindow(t *testing.T) {
+	const window = 400 * time.Millisecond
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.IdempotencyWindow = window }))
+	for _, p := range bothProtos {
+		t.Run(p.name, func(t *testing.T) {
+			msg := p.msg("same message")
+			first := sendID(t, m, p, msg)
+			assert.Equal(t, first, sendID(t, m, p, msg), "a retry within the window is the same task")
+
+			time.Sleep(window + 100*time.Millisecond)
+			second := sendID(t, m, p, msg)
+			assert.NotEqual(t, first, second, "the messageId reused after the window starts a new task")
+			assert.Equal(t, second, sendID(t, m, p, msg), "a retry of the new send finds the new task")
+
+			time.Sleep(window + 100*time.Millisecond)
+			third := sendID(t, m, p, msg)
+			assert.NotContains(t, []string{first, second}, third)
+		})
+	}
+}
+
+func TestIdempotencyOff(t *testing.T) {
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.IdempotencyWindow = -1 }))
+	msg := v10.msg("again")
+	a := sendID(t, m, v10, msg)
+	b := sendID(t, m, v10, msg)
+	require.NotEmpty(t, a)
+	assert.NotEqual(t, a, b, "with the window off every send is a new task")
+}
