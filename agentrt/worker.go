@@ -152,7 +152,8 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack() // canceled while queued, or a late redelivery
 		return
 	}
-	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now()}
+	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
+		run: fmt.Sprintf("%d.%d", meta.Sequence.Stream, meta.NumDelivered)}
 	if int(meta.NumDelivered) >= w.Bus.Config().MaxDeliver && meta.NumDelivered > 1 {
 		log.Error("task abandoned after repeated worker failures")
 		_ = wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", meta.NumDelivered))
@@ -189,6 +190,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	runErr := w.runAgent(timeoutCtx, req, wr)
 
 	cause := context.Cause(timeoutCtx)
+	if wr.wasSuperseded() {
+		// This run stalled past AckWait and the work was redelivered; the
+		// newer run owns the task and the message now.
+		log.Warn("run superseded by a redelivery of the same work; its events were refused")
+		return
+	}
 	switch {
 	case wr.finalState().Final():
 		// The agent settled the turn itself.

@@ -24,9 +24,12 @@ type writer struct {
 	ctxID   string
 	turn    string // message id of the user turn being run
 	timeout time.Duration
+	run     string // this delivery of the work item: "<stream seq>.<delivery>"
 
 	mu         sync.Mutex
 	rec        *bus.TaskRecord
+	claimed    bool          // whether this run has claimed the task yet
+	superseded bool          // a newer run of the same work claimed the task
 	unstored   int           // events appended since the last snapshot store
 	lastStored time.Time     // when the snapshot was last stored
 	final      a2a.TaskState // last state written by this run, if final
@@ -45,9 +48,13 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	store := final || w.unstored+1 >= storeEvery || time.Since(w.lastStored) >= storeInterval
 	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) {
 		return ev, nil
-	}, store)
+	}, bus.AppendOptions{Store: store, Run: w.run, Claim: !w.claimed})
 	if errors.Is(err, bus.ErrTerminal) {
 		w.rec = rec
+		return ErrTaskClosed
+	}
+	if errors.Is(err, bus.ErrSuperseded) {
+		w.superseded = true
 		return ErrTaskClosed
 	}
 	if err != nil {
@@ -55,6 +62,7 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 		return err
 	}
 	w.rec = rec
+	w.claimed = true
 	if store {
 		w.unstored, w.lastStored = 0, time.Now()
 	} else {
@@ -102,6 +110,13 @@ func (w *writer) Artifact(a a2a.Artifact, appendChunk, lastChunk bool) error {
 	return w.update(&a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{
 		TaskID: w.taskID, ContextID: w.ctxID, Artifact: a, Append: appendChunk, LastChunk: lastChunk,
 	}})
+}
+
+// wasSuperseded reports whether a newer run of the same work took over.
+func (w *writer) wasSuperseded() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.superseded
 }
 
 // finalState is the final state this run wrote, or "".

@@ -285,7 +285,7 @@ func TestLazyStoreIsFoldedByReaders(t *testing.T) {
 	require.NoError(t, err)
 	rec, _, err = b.AppendTask(ctx, "l1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
 		return status("l1", a2a.StateWorking), nil
-	}, false)
+	}, AppendOptions{})
 	require.NoError(t, err)
 	stored, err := b.getStored(ctx, "l1")
 	require.NoError(t, err)
@@ -298,10 +298,38 @@ func TestLazyStoreIsFoldedByReaders(t *testing.T) {
 	// The writer's next store uses the revision of its last store.
 	rec, _, err = b.AppendTask(ctx, "l1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
 		return status("l1", a2a.StateCompleted), nil
-	}, true)
+	}, AppendOptions{Store: true})
 	require.NoError(t, err)
 	stored, err = b.getStored(ctx, "l1")
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateCompleted, stored.Task.Status.State)
 	assert.Equal(t, rec.LastSeq, stored.LastSeq)
+}
+
+func TestNewerRunFencesStalledRun(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("f1"))
+	require.NoError(t, err)
+	ev := func(st a2a.TaskState) Mutation {
+		return func(*TaskRecord) (*a2a.StreamResponse, error) { return status("f1", st), nil }
+	}
+	old, _, err := b.AppendTask(ctx, "f1", rec, ev(a2a.StateWorking), AppendOptions{Run: "7.1", Claim: true})
+	require.NoError(t, err)
+	_, _, err = b.AppendTask(ctx, "f1", old, ev(a2a.StateWorking), AppendOptions{Run: "7.1"})
+	require.NoError(t, err, "the current run may write")
+
+	// The work is redelivered; the new run claims the task.
+	_, _, err = b.AppendTask(ctx, "f1", nil, ev(a2a.StateWorking), AppendOptions{Run: "7.2", Claim: true})
+	require.NoError(t, err)
+	// The stalled run wakes up with its stale snapshot: refused.
+	_, _, err = b.AppendTask(ctx, "f1", old, ev(a2a.StateCompleted), AppendOptions{Run: "7.1", Store: true})
+	assert.ErrorIs(t, err, ErrSuperseded)
+
+	got, err := b.LoadTask(ctx, "f1")
+	require.NoError(t, err)
+	assert.Equal(t, "7.2", got.Run, "the claim is folded from the log")
+	assert.Equal(t, a2a.StateWorking, got.Task.Status.State)
+	_, _, err = b.AppendTask(ctx, "f1", got, ev(a2a.StateCompleted), AppendOptions{Run: "7.2", Store: true})
+	assert.NoError(t, err)
 }

@@ -26,12 +26,16 @@ var (
 	ErrTerminal     = errors.New("bus: task is in a terminal state")
 	ErrQueueFull    = errors.New("bus: work queue is full")
 	ErrContention   = errors.New("bus: too much contention on task")
+	// ErrSuperseded refuses an event from a run of the task that another
+	// run (a redelivery of the same work) has since claimed.
+	ErrSuperseded = errors.New("bus: task was claimed by a newer run")
 )
 
 // Event header names on the log.
 const (
 	hdrAgent = "A2a-Agent"
 	hdrOwner = "A2a-Owner"
+	hdrRun   = "A2a-Run"
 )
 
 // TaskRecord is a task snapshot with what the mesh needs beside it.
@@ -40,8 +44,10 @@ type TaskRecord struct {
 	Agent   string   `json:"agent"`
 	Owner   string   `json:"owner,omitempty"`
 	LastSeq uint64   `json:"lastSeq"`
-	Created string   `json:"created"`
-	Updated string   `json:"updated"`
+	// Run names the worker run that last claimed the task (see AppendOptions).
+	Run     string `json:"run,omitempty"`
+	Created string `json:"created"`
+	Updated string `json:"updated"`
 
 	rev uint64 // KV revision this record was read at
 }
@@ -184,6 +190,9 @@ func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRec
 		rev := rec.rev
 		rec = rec.apply(&ev, m.Sequence, at)
 		rec.rev = rev
+		if run := m.Header.Get(hdrRun); run != "" {
+			rec.Run = run
+		}
 		next = m.Sequence + 1
 	}
 	if rec == nil {
@@ -230,14 +239,31 @@ type Mutation func(rec *TaskRecord) (*a2a.StreamResponse, error)
 // be a snapshot the caller already holds (nil loads one). A terminal task
 // refuses every event with ErrTerminal.
 func (b *Bus) UpdateTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation) (*TaskRecord, *a2a.StreamResponse, error) {
-	return b.AppendTask(ctx, id, rec, mutate, true)
+	return b.AppendTask(ctx, id, rec, mutate, AppendOptions{Store: true})
+}
+
+// AppendOptions tune AppendTask.
+type AppendOptions struct {
+	// Store writes the new snapshot after the append.
+	Store bool
+	// Run names the worker run appending (one delivery of a work item).
+	// With Claim the event makes Run the task's current run; without it
+	// the event is refused with ErrSuperseded unless Run is still current.
+	// This fences a run that stalled past AckWait from the redelivered run
+	// that replaced it: their events never interleave.
+	Run   string
+	Claim bool
 }
 
 // AppendTask is UpdateTask with the snapshot store made optional: a writer
 // producing many events (artifact chunks) may store only now and then, since
 // every reader folds the log's newer events into the stored snapshot. The
 // returned record keeps the revision of the last store, for the next one.
-func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation, store bool) (*TaskRecord, *a2a.StreamResponse, error) {
+func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation, opts AppendOptions) (*TaskRecord, *a2a.StreamResponse, error) {
+	var hdr nats.Header
+	if opts.Run != "" {
+		hdr = nats.Header{hdrRun: []string{opts.Run}}
+	}
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
 		if rec == nil {
@@ -248,11 +274,14 @@ func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate
 		if rec.Task.Status.State.Terminal() {
 			return rec, nil, ErrTerminal
 		}
+		if opts.Run != "" && !opts.Claim && rec.Run != opts.Run {
+			return rec, nil, ErrSuperseded
+		}
 		ev, err := mutate(rec)
 		if err != nil {
 			return rec, nil, err
 		}
-		seq, err := b.appendEvent(ctx, id, ev, rec.LastSeq, nil)
+		seq, err := b.appendEvent(ctx, id, ev, rec.LastSeq, hdr)
 		if isWrongLastSeq(err) {
 			if rec, err = b.forward(ctx, id, rec); err != nil {
 				return nil, nil, err
@@ -263,7 +292,10 @@ func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate
 			return rec, nil, err
 		}
 		next := rec.apply(ev, seq, a2a.Now())
-		if store {
+		if opts.Run != "" {
+			next.Run = opts.Run
+		}
+		if opts.Store {
 			b.storeAfter(ctx, next)
 		}
 		return next, ev, nil
