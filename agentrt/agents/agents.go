@@ -1,6 +1,6 @@
 // Package agents holds the mesh's built-in agents, which need no LLM: echo,
-// slow and ask. They are examples of the agentrt API as much as test
-// fixtures.
+// slow, ask, and tck (the system under test of the A2A conformance suite).
+// They are examples of the agentrt API as much as test fixtures.
 package agents
 
 import (
@@ -14,6 +14,7 @@ func Builtin() map[string]agentrt.Agent {
 		"echo": Echo{},
 		"slow": Slow{},
 		"ask":  Ask{},
+		"tck":  TCK{},
 	}
 }
 
