@@ -68,7 +68,7 @@ type Mesh struct {
 
 // Start starts a dev mesh and returns once it serves requests and every
 // built-in agent is registered.
-func Start(ctx context.Context, cfg Config) (m *Mesh, err error) {
+func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("devmesh: DataDir is required")
 	}
@@ -84,12 +84,16 @@ func Start(ctx context.Context, cfg Config) (m *Mesh, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m = &Mesh{log: cfg.Logger}
+	m := &Mesh{log: cfg.Logger}
 	defer func() {
 		if err != nil {
 			m.Close()
 		}
 	}()
+	// Take the HTTP port first: a busy port fails before anything starts.
+	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("devmesh: listen: %w", err)
+	}
 	scfg := bus.ServerConfig{DataDir: filepath.Join(cfg.DataDir, "jetstream"), DontListen: cfg.NATSListen == "", SyncAlways: cfg.SyncAlways}
 	if cfg.NATSListen != "" {
 		host, port, err := net.SplitHostPort(cfg.NATSListen)
@@ -143,9 +147,6 @@ func Start(ctx context.Context, cfg Config) (m *Mesh, err error) {
 		KeepAlive: cfg.KeepAlive, CORSOrigins: cfg.CORSOrigins, Logger: cfg.Logger,
 		IdempotencyWindow: cfg.IdempotencyWindow,
 	})
-	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("devmesh: listen: %w", err)
-	}
 	m.http = &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -201,6 +202,9 @@ func (m *Mesh) Bus() *bus.Bus { return m.bus }
 // workers (tasks in hand go back to the queue), and the NATS server.
 func (m *Mesh) Close() {
 	m.once.Do(func() {
+		if m.http == nil && m.ln != nil {
+			_ = m.ln.Close() // started, but never served
+		}
 		if m.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if err := m.http.Shutdown(ctx); err != nil {
