@@ -80,7 +80,7 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 			return e.replay(c, p, rec) // a retried turn
 		case err == nil:
 			p.rec = rec
-			p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
+			p.item, p.msgID = e.workItem(c, p, rec), e.workMsgID(rec.Task.ID, msg.MessageID)
 			return p, nil
 		case !errors.Is(err, a2a.ErrTaskNotFound) || !isLegacySend(c.req.Method):
 			return nil, err
@@ -102,7 +102,7 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 		rec, err := e.newTask(ctx, c, taskID, msg)
 		if err == nil {
 			p.rec = rec
-			p.item, p.msgID = e.workItem(c, p, rec), workMsgID(rec.Task.ID, msg.MessageID)
+			p.item, p.msgID = e.workItem(c, p, rec), e.workMsgID(rec.Task.ID, msg.MessageID)
 			return p, nil
 		}
 		if !errors.Is(err, bus.ErrTaskExists) {
@@ -165,7 +165,7 @@ func (e *Edge) replay(c *call, p *sendPlan, rec *bus.TaskRecord) (*sendPlan, err
 		// The earlier call may have died before enqueueing; the work
 		// queue's dedupe window drops a second copy.
 		p.item = e.workItem(c, p, rec)
-		p.msgID = workMsgID(rec.Task.ID, p.params.Message.MessageID)
+		p.msgID = e.workMsgID(rec.Task.ID, p.params.Message.MessageID)
 	}
 	return p, nil
 }
@@ -211,11 +211,12 @@ func (e *Edge) continueTask(ctx context.Context, c *call, msg *a2a.Message) (*bu
 			trunc(msg.ContextID, 64), rec.Task.ID, rec.Task.ContextID)
 	}
 	msg.ContextID = rec.Task.ContextID
-	if hasMessage(rec, msg.MessageID) {
+	dedupe := e.cfg.IdempotencyWindow >= 0
+	if dedupe && hasMessage(rec, msg.MessageID) {
 		return rec, errTurnRecorded
 	}
 	next, _, err := e.bus.UpdateTask(ctx, msg.TaskID, rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-		if hasMessage(cur, msg.MessageID) {
+		if dedupe && hasMessage(cur, msg.MessageID) {
 			return nil, errTurnRecorded // a concurrent retry recorded it first
 		}
 		if st := cur.Task.Status.State; !st.Interrupted() {
@@ -226,7 +227,7 @@ func (e *Edge) continueTask(ctx context.Context, c *call, msg *a2a.Message) (*bu
 		return &a2a.StreamResponse{Message: &m}, nil
 	})
 	if errors.Is(err, bus.ErrTerminal) {
-		if hasMessage(next, msg.MessageID) {
+		if dedupe && hasMessage(next, msg.MessageID) {
 			return next, errTurnRecorded
 		}
 		return nil, a2a.ErrUnsupportedOperation.With("Task %s is in terminal state %s and accepts no more messages",
@@ -355,7 +356,17 @@ func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-
 	}
 }
 
-func workMsgID(taskID, messageID string) string {
+// workMsgID is the Nats-Msg-Id of a turn's work item: the same for every
+// retry of the turn while idempotency is on, unique when it is off (a
+// repeated messageId is then a new turn, not a duplicate to drop).
+func (e *Edge) workMsgID(taskID, messageID string) string {
+	if e.cfg.IdempotencyWindow < 0 {
+		return "w-" + uuid.NewString()
+	}
+	return workMsgIDOf(taskID, messageID)
+}
+
+func workMsgIDOf(taskID, messageID string) string {
 	h := sha256.Sum256([]byte(taskID + "\x00" + messageID))
 	return fmt.Sprintf("w-%x", h[:16])
 }

@@ -45,3 +45,23 @@ func TestIdempotencyOff(t *testing.T) {
 	require.NotEmpty(t, a)
 	assert.NotEqual(t, a, b, "with the window off every send is a new task")
 }
+
+func TestIdempotencyOffRepeatedTurnIsNew(t *testing.T) {
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.IdempotencyWindow = -1 }))
+	first := v10.msg("hi")
+	tk := v10.sendTask(t, m.ok(t, "/agents/tck", v10.send, sendParams(first, nil)))
+	require.Equal(t, v10.inputRequired, tk.Status.State)
+	turn := v10.msg("again")
+	for i := 0; i < 3; i++ { // the same messageId each time, as the TCK's history helper does
+		turn["messageId"] = "same-turn"
+		tk = v10.sendTask(t, m.ok(t, "/agents/tck", v10.send, sendParams(inTask(turn, tk.ID, tk.ContextID), nil)))
+	}
+	got := m.getTask(t, v10, "/agents/tck", tk.ID, nil)
+	users := 0
+	for _, h := range got.History {
+		if h.Role == v10.userRole {
+			users++
+		}
+	}
+	assert.Equal(t, 4, users, "with dedupe off each repeated turn is recorded")
+}
