@@ -148,11 +148,11 @@ func (e *Edge) withinWindow(rec *bus.TaskRecord) bool {
 // taskIDSpace namespaces task ids derived from message ids.
 var taskIDSpace = uuid.MustParse("5f0c7a2e-6d1b-4c3e-9a8f-a2a0e5a1c0de")
 
-// deriveTaskID names the task a client's message creates. It is a
-// name-based UUID of agent, owner and messageId: unguessable without the
-// messageId, and the same for every retry of one send.
-func deriveTaskID(agent, owner, messageID string) string {
-	return uuid.NewSHA1(taskIDSpace, []byte(agent+"\x00"+owner+"\x00"+messageID)).String()
+// deriveTaskID is a name-based UUID of agent, owner and key (the messageId,
+// plus the previous task's id for a messageId reused after the window):
+// unguessable without the messageId, and the same for every retry.
+func deriveTaskID(agent, owner, key string) string {
+	return uuid.NewSHA1(taskIDSpace, []byte(agent+"\x00"+owner+"\x00"+key)).String()
 }
 
 // replay makes p a retry of the earlier call that recorded its message in rec.
