@@ -109,6 +109,17 @@ func (c AgentCard) WithEndpoint(url, tenantURL, tenant string) AgentCard {
 	return c
 }
 
+// Strict10 returns a copy of c without the 0.3 compatibility fields, for
+// deployments that serve only 1.0 clients and validate cards strictly
+// against the 1.0 schema. The 0.3 interface entry stays: it is valid 1.0.
+func (c AgentCard) Strict10() AgentCard {
+	c.ProtocolVersion, c.URL, c.PreferredTransport = "", "", ""
+	c.AdditionalInterfaces = nil
+	c.SupportsAuthenticatedExtendedCard = nil
+	c.Capabilities.StateTransitionHistory = nil
+	return c
+}
+
 // MediaTypeMatches reports whether accepted (a client's acceptedOutputModes
 // entry) matches offered (an agent's output mode), honouring */* and type/*.
 func MediaTypeMatches(accepted, offered string) bool {

@@ -150,3 +150,15 @@ func TestCardJSONBothVersions(t *testing.T) {
 		assert.NotContains(t, em, k, "optional %s omitted when empty", k)
 	}
 }
+
+func TestStrict10DropsOnlyThe03Fields(t *testing.T) {
+	c := AgentCard{Name: "n", Description: "d", Version: "1", Skills: []AgentSkill{}}.WithEndpoint("http://x/agents/n", "http://x/a2a", "n").Strict10()
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	for _, k := range []string{"url", "protocolVersion", "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard"} {
+		assert.NotContains(t, m, k)
+	}
+	assert.Len(t, c.SupportedInterfaces, 3, "the interfaces, 0.3 included, stay")
+}

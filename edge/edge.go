@@ -36,6 +36,9 @@ type Config struct {
 	// CORSOrigins lists origins allowed to call from a browser ("*" for
 	// any); empty disables CORS.
 	CORSOrigins []string
+	// StrictCards serves cards with the 1.0 fields only, dropping the 0.3
+	// compatibility fields (0.3 clients then cannot read them).
+	StrictCards bool
 	// MeshName and MeshDescription describe the mesh card.
 	MeshName        string
 	MeshDescription string
@@ -153,7 +156,7 @@ func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.Agen
 	if len(c.DefaultOutputModes) == 0 {
 		c.DefaultOutputModes = []string{"text/plain"}
 	}
-	return c.WithEndpoint(base+"/agents/"+name, base+"/a2a", name)
+	return e.finishCard(c.WithEndpoint(base+"/agents/"+name, base+"/a2a", name))
 }
 
 func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +201,7 @@ func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
 		DefaultOutputModes:                []string{"text/plain", "application/json"},
 		Skills:                            skills,
 	}
-	writeCard(w, r, c.WithEndpoint(base+"/a2a", "", ""))
+	writeCard(w, r, e.finishCard(c.WithEndpoint(base+"/a2a", "", "")))
 }
 
 // cardMaxAge is how long clients may cache a card: short, because the mesh
@@ -240,6 +243,13 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+func (e *Edge) finishCard(c a2a.AgentCard) a2a.AgentCard {
+	if e.cfg.StrictCards {
+		return c.Strict10()
+	}
+	return c
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

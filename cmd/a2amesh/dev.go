@@ -29,6 +29,7 @@ func runDev(ctx context.Context, args []string) error {
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
 	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", 10*time.Second), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
 	idemWindow := fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)")
+	strictCards := fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)")
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
@@ -44,7 +45,7 @@ func runDev(ctx context.Context, args []string) error {
 		DefaultAgent: *defAgent, KeepAlive: *keepAlive, TaskTimeout: *timeout, Logger: log,
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention},
 	}
-	cfg.IdempotencyWindow = *idemWindow
+	cfg.IdempotencyWindow, cfg.StrictCards = *idemWindow, *strictCards
 	if *idemWindow <= 0 {
 		cfg.IdempotencyWindow = -1
 	}

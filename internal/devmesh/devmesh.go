@@ -38,6 +38,8 @@ type Config struct {
 	DefaultAgent string
 	// IdempotencyWindow: see edge.Config (0: 2m; negative: off).
 	IdempotencyWindow time.Duration
+	// StrictCards serves 1.0-only cards (see edge.Config).
+	StrictCards bool
 	// KeepAlive is the SSE keep-alive interval (default 15s).
 	KeepAlive time.Duration
 	// CORSOrigins enables CORS for these origins.
@@ -145,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	e := edge.New(edge.Config{
 		Bus: m.bus, Registry: table, PublicURL: cfg.PublicURL, DefaultAgent: cfg.DefaultAgent,
 		KeepAlive: cfg.KeepAlive, CORSOrigins: cfg.CORSOrigins, Logger: cfg.Logger,
-		IdempotencyWindow: cfg.IdempotencyWindow,
+		IdempotencyWindow: cfg.IdempotencyWindow, StrictCards: cfg.StrictCards,
 	})
 	m.http = &http.Server{
 		Handler:           e,
