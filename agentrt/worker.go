@@ -29,7 +29,10 @@ type Worker struct {
 	// Timeout bounds one run of the agent (default 120s); past it the task
 	// fails with a message saying so.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// StaleAfter is how long a task may sit submitted with no work queued
+	// before this worker re-enqueues it (default 30s; see janitor.go).
+	StaleAfter time.Duration
+	Logger     *slog.Logger
 }
 
 func (w *Worker) defaults() error {
@@ -47,6 +50,9 @@ func (w *Worker) defaults() error {
 	}
 	if w.Timeout <= 0 {
 		w.Timeout = 120 * time.Second
+	}
+	if w.StaleAfter <= 0 {
+		w.StaleAfter = 30 * time.Second
 	}
 	if w.Logger == nil {
 		w.Logger = slog.Default()
@@ -75,6 +81,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err := registry.Publish(ctx, w.Bus, registry.Entry{Agent: w.Name, Instance: w.Instance, Card: card}, w.Logger); err != nil {
 			w.Logger.Error("registry publish failed", "err", err)
 		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.janitor(ctx)
 	}()
 	w.Logger.Info("worker started", "concurrency", w.Concurrency)
 	// One pull loop per slot: a slot fetches a task only when it is free, so

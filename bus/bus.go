@@ -84,6 +84,7 @@ type Bus struct {
 	js       jetstream.JetStream
 	cfg      Config
 	events   jetstream.Stream
+	work     jetstream.Stream
 	tasks    jetstream.KeyValue
 	registry jetstream.KeyValue
 }
@@ -141,9 +142,11 @@ func (b *Bus) ensure(ctx context.Context) error {
 		}
 	}
 	var err error
-	b.events, err = b.js.Stream(ctx, StreamEvents)
-	if err != nil {
+	if b.events, err = b.js.Stream(ctx, StreamEvents); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamEvents, err)
+	}
+	if b.work, err = b.js.Stream(ctx, StreamWork); err != nil {
+		return fmt.Errorf("bus: stream %s: %w", StreamWork, err)
 	}
 	kvs := []struct {
 		dst *jetstream.KeyValue

@@ -2,7 +2,7 @@ package bus
 
 // Every stream, bucket and subject the mesh uses is named in this file.
 //
-//	A2A_WORK     stream, WorkQueue   a2a.work.<agent>       tasks waiting for a worker
+//	A2A_WORK     stream, WorkQueue   a2a.work.<agent>.<taskId>  turns waiting for (or held by) a worker
 //	A2A_EVENTS   stream, Limits      a2a.events.<taskId>    each task's event log (seq = SSE id)
 //	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
 //	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
@@ -26,8 +26,12 @@ const (
 	HdrState = "A2a-State"
 )
 
-// WorkSubject is where tasks for agent wait.
-func WorkSubject(agent string) string { return subjWorkPrefix + agent }
+// WorkSubject is where a turn of task taskID waits for agent's workers.
+// One subject per task lets anyone ask whether a task's work is queued.
+func WorkSubject(agent, taskID string) string { return subjWorkPrefix + agent + "." + taskID }
+
+// WorkFilter matches all work of agent.
+func WorkFilter(agent string) string { return subjWorkPrefix + agent + ".>" }
 
 // EventsSubject is the event log of one task.
 func EventsSubject(taskID string) string { return subjEventsPrefix + taskID }

@@ -2,7 +2,9 @@ package bus
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -34,7 +36,7 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr nat
 	if err != nil {
 		return fmt.Errorf("bus: encode work item: %w", err)
 	}
-	msg := &nats.Msg{Subject: WorkSubject(item.Agent), Data: data, Header: hdr}
+	msg := &nats.Msg{Subject: WorkSubject(item.Agent, item.TaskID), Data: data, Header: hdr}
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
@@ -66,7 +68,7 @@ func (b *Bus) WorkConsumer(ctx context.Context, agent string) (jetstream.Consume
 	cfg := jetstream.ConsumerConfig{
 		Durable:       ConsumerName(agent),
 		Description:   "a2amesh: workers of agent " + agent,
-		FilterSubject: WorkSubject(agent),
+		FilterSubject: WorkFilter(agent),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       b.cfg.AckWait,
 		MaxDeliver:    b.cfg.MaxDeliver,
@@ -78,6 +80,27 @@ func (b *Bus) WorkConsumer(ctx context.Context, agent string) (jetstream.Consume
 		return nil, fmt.Errorf("bus: consumer for %s: %w", agent, err)
 	}
 	return c, nil
+}
+
+// WorkMsgID is the Nats-Msg-Id of the work item for the turn messageID of
+// task taskID: every enqueue of the same turn carries it, so JetStream keeps
+// one copy within the duplicate window.
+func WorkMsgID(taskID, messageID string) string {
+	h := sha256.Sum256([]byte(taskID + "\x00" + messageID))
+	return fmt.Sprintf("w-%x", h[:16])
+}
+
+// Queued reports whether task taskID has a work item waiting for agent's
+// workers or held by one (a work queue keeps an item until it is acked).
+func (b *Bus) Queued(ctx context.Context, agent, taskID string) (bool, error) {
+	_, err := b.work.GetLastMsgForSubject(ctx, WorkSubject(agent, taskID))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	}
+	return false, err
 }
 
 // DeadLetter records a work item that could not be processed.

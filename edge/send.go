@@ -2,9 +2,7 @@ package edge
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -363,10 +361,5 @@ func (e *Edge) workMsgID(taskID, messageID string) string {
 	if e.cfg.IdempotencyWindow < 0 {
 		return "w-" + uuid.NewString()
 	}
-	return workMsgIDOf(taskID, messageID)
-}
-
-func workMsgIDOf(taskID, messageID string) string {
-	h := sha256.Sum256([]byte(taskID + "\x00" + messageID))
-	return fmt.Sprintf("w-%x", h[:16])
+	return bus.WorkMsgID(taskID, messageID)
 }

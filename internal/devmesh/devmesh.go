@@ -46,6 +46,8 @@ type Config struct {
 	CORSOrigins []string
 	// TaskTimeout bounds one run of an agent (default 120s).
 	TaskTimeout time.Duration
+	// StaleAfter: see agentrt.Worker (default 30s).
+	StaleAfter time.Duration
 	// Concurrency is each built-in worker's task limit (default 64).
 	Concurrency int
 	// SyncAlways fsyncs every JetStream write.
@@ -131,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	builtin := agents.Builtin()
 	for name, a := range builtin {
 		w := &agentrt.Worker{Bus: m.bus, Agent: a, Name: name, Concurrency: cfg.Concurrency,
-			Timeout: cfg.TaskTimeout, Logger: cfg.Logger}
+			Timeout: cfg.TaskTimeout, StaleAfter: cfg.StaleAfter, Logger: cfg.Logger}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()

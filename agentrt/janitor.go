@@ -1,0 +1,82 @@
+package agentrt
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+)
+
+// sweepEvery is how often, after the first sweep, a worker looks for
+// stranded tasks. A sweep reads the task bucket, so it is rare.
+const sweepEvery = 10 * time.Minute
+
+// janitor re-enqueues tasks of this agent that were created but whose work
+// item never reached the queue: an edge that dies between creating a task
+// and enqueueing its turn leaves it submitted with nothing to run it. Such a
+// task was never acknowledged to its client, but it should not sit in
+// ListTasks forever. The first sweep runs StaleAfter after start (so a
+// restarted mesh picks up what the crash stranded), then every sweepEvery.
+func (w *Worker) janitor(ctx context.Context) {
+	jitter := time.Duration(rand.Int64N(int64(w.StaleAfter/4) + 1))
+	t := time.NewTimer(w.StaleAfter + jitter)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.sweep(ctx)
+		t.Reset(sweepEvery + jitter)
+	}
+}
+
+// sweep re-enqueues this agent's tasks submitted over StaleAfter ago that
+// have no work item queued or held.
+func (w *Worker) sweep(ctx context.Context) {
+	cutoff := time.Now().Add(-w.StaleAfter)
+	recs, err := w.Bus.ListTasks(ctx, func(r *bus.TaskRecord) bool {
+		if r.Agent != w.Name || r.Task.Status.State != a2a.StateSubmitted {
+			return false
+		}
+		at, err := a2a.ParseTime(r.Updated)
+		return err == nil && at.Before(cutoff)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.Logger.Warn("sweep for stranded tasks failed", "err", err)
+		}
+		return
+	}
+	for _, r := range recs {
+		turn := lastUserTurn(r.Task.History)
+		if turn == nil {
+			continue
+		}
+		queued, err := w.Bus.Queued(ctx, w.Name, r.Task.ID)
+		if err != nil || queued {
+			continue
+		}
+		item := &bus.WorkItem{
+			TaskID: r.Task.ID, ContextID: r.Task.ContextID, Agent: r.Agent,
+			Message: *turn, Owner: r.Owner, Enqueued: a2a.Now(),
+		}
+		if err := w.Bus.Enqueue(ctx, item, bus.WorkMsgID(r.Task.ID, turn.MessageID), nil); err != nil {
+			w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", r.Task.ID, "err", err)
+			continue
+		}
+		w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", r.Task.ID)
+	}
+}
+
+func lastUserTurn(h []a2a.Message) *a2a.Message {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == a2a.RoleUser {
+			return &h[i]
+		}
+	}
+	return nil
+}
