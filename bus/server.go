@@ -3,6 +3,8 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,8 +23,17 @@ type ServerConfig struct {
 	// SyncAlways makes JetStream fsync every write (sync_interval: always),
 	// trading throughput for surviving an OS crash; see the README.
 	SyncAlways bool
-	// ServerName names the node (defaults to a generated one).
+	// ServerName names the node (defaults to a generated one; a cluster
+	// needs stable, distinct names).
 	ServerName string
+	// Cluster joins a JetStream cluster: its name, this node's route
+	// address (host:port) and the routes to the other nodes
+	// (nats-route://host:port, comma-separated).
+	ClusterName   string
+	ClusterListen string
+	Routes        string
+	// Token, when set, is required from NATS clients.
+	Token string
 }
 
 // Server is an embedded NATS server with JetStream enabled.
@@ -55,6 +66,22 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.SyncAlways {
 		opts.SyncAlways = true
+	}
+	opts.Authorization = cfg.Token
+	if cfg.ClusterName != "" || cfg.ClusterListen != "" {
+		host, portStr, err := net.SplitHostPort(cfg.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: cluster listen address %q: %w", cfg.ClusterListen, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil {
+			return nil, fmt.Errorf("bus: cluster listen port %q: %w", portStr, err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
+		opts.Routes = server.RoutesFromStr(cfg.Routes)
+		if opts.ServerName == "" {
+			return nil, errors.New("bus: a cluster node needs a server name")
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -151,13 +151,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 		KeepAlive: cfg.KeepAlive, CORSOrigins: cfg.CORSOrigins, Logger: cfg.Logger,
 		IdempotencyWindow: cfg.IdempotencyWindow, StrictCards: cfg.StrictCards,
 	})
-	m.http = &http.Server{
-		Handler:           e,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second, // whole request; streams' writes are not bounded
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	m.http = edge.NewServer(e, cfg.Logger)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/agentrt"
+	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/registry"
+)
+
+// The fleet's roles as separate processes: a NATS+JetStream node, edges
+// and workers, which meet only on NATS and may start in any order.
+
+func init() {
+	register("nats", "run a NATS+JetStream node (alone, or one of a cluster)", runNATS)
+	register("edge", "run an HTTP edge against NATS", runEdge)
+	register("worker", "run workers of one built-in agent against NATS", runWorker)
+}
+
+func runNATS(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
+	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh-nats"), "JetStream data directory (env A2AMESH_DATA)")
+	listen := fs.String("listen", envOr("A2AMESH_NATS_LISTEN", "127.0.0.1:4222"), "client address (env A2AMESH_NATS_LISTEN)")
+	name := fs.String("name", envOr("A2AMESH_NATS_NAME", ""), "server name; required in a cluster, distinct per node (env A2AMESH_NATS_NAME)")
+	cluster := fs.String("cluster", envOr("A2AMESH_CLUSTER", ""), "cluster name, to run as one node of a cluster (env A2AMESH_CLUSTER)")
+	clusterListen := fs.String("listen-cluster", envOr("A2AMESH_LISTEN_CLUSTER", ""), "route address of this node, host:port (env A2AMESH_LISTEN_CLUSTER)")
+	routes := fs.String("routes", envOr("A2AMESH_ROUTES", ""), "routes to the other nodes, nats-route://host:port,... (env A2AMESH_ROUTES)")
+	token := fs.String("token", envOr("A2AMESH_NATS_TOKEN", ""), "require this token from clients (env A2AMESH_NATS_TOKEN)")
+	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (env A2AMESH_SYNC_ALWAYS)")
+	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log := newLogger(*logLevel)
+	host, port, err := splitHostPort(*listen)
+	if err != nil {
+		return err
+	}
+	srv, err := bus.StartServer(bus.ServerConfig{
+		DataDir: *data, Host: host, Port: port, ServerName: *name, SyncAlways: *syncAlways,
+		ClusterName: *cluster, ClusterListen: *clusterListen, Routes: *routes, Token: *token,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("a2amesh nats ready", "url", srv.ClientURL(), "data", *data, "cluster", *cluster)
+	<-ctx.Done()
+	log.Info("shutting down")
+	srv.Shutdown()
+	return nil
+}
+
+// natsFlags are the client-side NATS settings shared by edge and worker.
+type natsFlags struct {
+	url, creds, token, ca, cert, key *string
+	replicas                         *int
+}
+
+func addNATSFlags(fs *flag.FlagSet) *natsFlags {
+	return &natsFlags{
+		url:      fs.String("nats", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS servers, comma-separated (env NATS_URL)"),
+		creds:    fs.String("nats-creds", envOr("NATS_CREDS", ""), "NATS credentials file (env NATS_CREDS)"),
+		token:    fs.String("nats-token", envOr("NATS_TOKEN", ""), "NATS token (env NATS_TOKEN)"),
+		ca:       fs.String("nats-ca", envOr("NATS_CA", ""), "CA file to verify NATS servers over TLS (env NATS_CA)"),
+		cert:     fs.String("nats-cert", envOr("NATS_CERT", ""), "client certificate for mutual TLS (env NATS_CERT)"),
+		key:      fs.String("nats-key", envOr("NATS_KEY", ""), "client key for mutual TLS (env NATS_KEY)"),
+		replicas: fs.Int("replicas", envInt("A2AMESH_REPLICAS", 1), "replicas of every stream and bucket: 1, or 3 on a cluster (env A2AMESH_REPLICAS)"),
+	}
+}
+
+// openBus connects to NATS and opens the layout, retrying until NATS
+// answers, so roles can start in any order.
+func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) (*bus.Bus, func(), error) {
+	nc, err := bus.Dial(bus.DialConfig{URL: *f.url, Name: name, CredsFile: *f.creds, Token: *f.token,
+		CAFile: *f.ca, CertFile: *f.cert, KeyFile: *f.key})
+	if err != nil {
+		return nil, nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		b, err := bus.Open(octx, nc, bus.Config{Replicas: *f.replicas})
+		cancel()
+		if err == nil {
+			return b, func() { _ = nc.Drain() }, nil
+		}
+		if ctx.Err() != nil {
+			nc.Close()
+			return nil, nil, ctx.Err()
+		}
+		log.Warn("NATS not ready; retrying", "url", *f.url, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
+		}
+	}
+}
+
+func runEdge(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	nf := addNATSFlags(fs)
+	listen := fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)")
+	publicURL := fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL)")
+	defAgent := fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", ""), "agent serving /a2a calls without a tenant (env A2AMESH_DEFAULT_AGENT)")
+	cors := fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN)")
+	keepAlive := fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)")
+	idemWindow := fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)")
+	strictCards := fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve 1.0-only cards (env A2AMESH_STRICT_CARDS)")
+	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log := newLogger(*logLevel)
+	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	table := registry.NewTable()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	rctx, stopTable := context.WithCancel(ctx)
+	defer stopTable()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for rctx.Err() == nil {
+			if err := table.Run(rctx, b); err != nil && rctx.Err() == nil {
+				log.Warn("registry watcher stopped; restarting", "err", err)
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	window := *idemWindow
+	if window <= 0 {
+		window = -1
+	}
+	cfg := edge.Config{Bus: b, Registry: table, PublicURL: *publicURL, DefaultAgent: *defAgent,
+		KeepAlive: *keepAlive, IdempotencyWindow: window, StrictCards: *strictCards, Logger: log}
+	if *cors != "" {
+		cfg.CORSOrigins = strings.Split(*cors, ",")
+	}
+	srv := edge.NewServer(edge.New(cfg), log)
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("edge: listen: %w", err)
+	}
+	log.Info("a2amesh edge ready", "url", "http://"+ln.Addr().String(), "nats", *nf.url)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func runWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	nf := addNATSFlags(fs)
+	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask or tck (env A2AMESH_AGENT)")
+	concurrency := fs.Int("concurrency", envInt("A2AMESH_CONCURRENCY", 16), "tasks this worker runs at once (env A2AMESH_CONCURRENCY)")
+	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
+	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	a, ok := agents.Builtin()[*agentName]
+	if !ok {
+		return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, tck), got %q", *agentName)
+	}
+	log := newLogger(*logLevel)
+	b, closeBus, err := nf.openBus(ctx, "a2amesh-worker-"+*agentName, log)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	w := &agentrt.Worker{Bus: b, Agent: a, Name: *agentName, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
+	return w.Run(ctx)
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err == nil && fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return err
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("address %q: %w", addr, err)
+	}
+	var port int
+	if _, err := fmt.Sscan(portStr, &port); err != nil {
+		return "", 0, fmt.Errorf("address %q: bad port", addr)
+	}
+	return host, port, nil
+}
+
+func envInt(key string, def int) int {
+	var v int
+	if s := os.Getenv(key); s != "" {
+		if _, err := fmt.Sscan(s, &v); err == nil {
+			return v
+		}
+	}
+	return def
+}
