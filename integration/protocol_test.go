@@ -758,7 +758,7 @@ func TestProtocolCORS(t *testing.T) {
 	})
 
 	t.Run("configured origin", func(t *testing.T) {
-		m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.CORSOrigins = []string{origin} }))
+		m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.CORSOrigins = []string{origin} }))
 		for _, path := range []string{"/a2a", "/agents/echo"} {
 			resp := preflight(t, m, path, origin)
 			assert.Equal(t, http.StatusNoContent, resp.StatusCode, path)

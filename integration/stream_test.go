@@ -275,7 +275,7 @@ func TestStreamResume(t *testing.T) {
 }
 
 func TestStreamKeepAlive(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.KeepAlive = 100 * time.Millisecond }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.KeepAlive = 100 * time.Millisecond }))
 	s, id := m.stream(t, "/agents/slow", "SendStreamingMessage", sendParams(v10.msg("chunks=2 delay=500ms"), nil), nil)
 	frames := s.readAll(t, v10, id, 50)
 	requireStreamOrder(t, frames, 0)

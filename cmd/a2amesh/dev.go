@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -19,17 +18,11 @@ func init() {
 
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	listen := fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)")
+	ef := addEdgeFlags(fs, "echo")
 	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh"), "directory for JetStream data (env A2AMESH_DATA)")
 	natsListen := fs.String("nats-listen", envOr("A2AMESH_NATS_LISTEN", ""), "also serve NATS clients at host:port, e.g. 127.0.0.1:4222 (env A2AMESH_NATS_LISTEN)")
-	publicURL := fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)")
-	defAgent := fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", "echo"), "agent serving /a2a calls without a tenant (env A2AMESH_DEFAULT_AGENT)")
-	cors := fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)")
-	keepAlive := fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
 	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", 10*time.Second), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
-	idemWindow := fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)")
-	strictCards := fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)")
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
@@ -41,18 +34,10 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	log := newLogger(*logLevel)
 	cfg := devmesh.Config{
-		Listen: *listen, DataDir: *data, NATSListen: *natsListen, PublicURL: *publicURL,
-		DefaultAgent: *defAgent, KeepAlive: *keepAlive, TaskTimeout: *timeout, Logger: log,
+		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ef.config(),
+		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log,
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention},
 	}
-	cfg.IdempotencyWindow, cfg.StrictCards = *idemWindow, *strictCards
-	if *idemWindow <= 0 {
-		cfg.IdempotencyWindow = -1
-	}
-	if *cors != "" {
-		cfg.CORSOrigins = strings.Split(*cors, ",")
-	}
-	cfg.SyncAlways = *syncAlways
 	m, err := devmesh.Start(ctx, cfg)
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,13 +109,7 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) 
 func runEdge(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
 	nf := addNATSFlags(fs)
-	listen := fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)")
-	publicURL := fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL)")
-	defAgent := fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", ""), "agent serving /a2a calls without a tenant (env A2AMESH_DEFAULT_AGENT)")
-	cors := fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN)")
-	keepAlive := fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)")
-	idemWindow := fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)")
-	strictCards := fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve 1.0-only cards (env A2AMESH_STRICT_CARDS)")
+	ef := addEdgeFlags(fs, "")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -142,17 +135,10 @@ func runEdge(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	window := *idemWindow
-	if window <= 0 {
-		window = -1
-	}
-	cfg := edge.Config{Bus: b, Registry: table, PublicURL: *publicURL, DefaultAgent: *defAgent,
-		KeepAlive: *keepAlive, IdempotencyWindow: window, StrictCards: *strictCards, Logger: log}
-	if *cors != "" {
-		cfg.CORSOrigins = strings.Split(*cors, ",")
-	}
+	cfg := ef.config()
+	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
 	srv := edge.NewServer(edge.New(cfg), log)
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", *ef.listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen: %w", err)
 	}

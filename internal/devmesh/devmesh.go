@@ -32,18 +32,9 @@ type Config struct {
 	// NATSListen, when set (host:port), also serves NATS clients there so
 	// external workers and tools can join; by default NATS is in-process.
 	NATSListen string
-	// PublicURL is the base URL written into cards (default: request Host).
-	PublicURL string
-	// DefaultAgent serves /a2a calls without a tenant (default echo).
-	DefaultAgent string
-	// IdempotencyWindow: see edge.Config (0: 2m; negative: off).
-	IdempotencyWindow time.Duration
-	// StrictCards serves 1.0-only cards (see edge.Config).
-	StrictCards bool
-	// KeepAlive is the SSE keep-alive interval (default 15s).
-	KeepAlive time.Duration
-	// CORSOrigins enables CORS for these origins.
-	CORSOrigins []string
+	// Edge configures the edge; its Bus, Registry and Logger are filled in
+	// here, and DefaultAgent defaults to echo.
+	Edge edge.Config
 	// TaskTimeout bounds one run of an agent (default 120s).
 	TaskTimeout time.Duration
 	// StaleAfter: see agentrt.Worker (default 30s).
@@ -79,8 +70,8 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:8080"
 	}
-	if cfg.DefaultAgent == "" {
-		cfg.DefaultAgent = "echo"
+	if cfg.Edge.DefaultAgent == "" {
+		cfg.Edge.DefaultAgent = "echo"
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 64
@@ -146,11 +137,9 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 		return nil, err
 	}
 
-	e := edge.New(edge.Config{
-		Bus: m.bus, Registry: table, PublicURL: cfg.PublicURL, DefaultAgent: cfg.DefaultAgent,
-		KeepAlive: cfg.KeepAlive, CORSOrigins: cfg.CORSOrigins, Logger: cfg.Logger,
-		IdempotencyWindow: cfg.IdempotencyWindow, StrictCards: cfg.StrictCards,
-	})
+	ecfg := cfg.Edge
+	ecfg.Bus, ecfg.Registry, ecfg.Logger = m.bus, table, cfg.Logger
+	e := edge.New(ecfg)
 	m.http = edge.NewServer(e, cfg.Logger)
 	m.wg.Add(1)
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
 )
 
@@ -32,10 +33,10 @@ func WithConfig(f func(*devmesh.Config)) Option { return Option(f) }
 func Start(t testing.TB, opts ...Option) *Mesh {
 	t.Helper()
 	cfg := devmesh.Config{
-		Listen:    "127.0.0.1:0",
-		DataDir:   t.TempDir(),
-		KeepAlive: 15 * time.Second,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Listen:  "127.0.0.1:0",
+		DataDir: t.TempDir(),
+		Edge:    edge.Config{KeepAlive: 15 * time.Second},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if os.Getenv("A2AMESH_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

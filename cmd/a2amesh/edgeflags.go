@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/edge"
+)
+
+// edgeFlags are the edge settings shared by `dev` and `edge`.
+type edgeFlags struct {
+	listen, publicURL, defaultAgent, cors *string
+	keepAlive, idemWindow                 *time.Duration
+	strictCards                           *bool
+}
+
+func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
+	return &edgeFlags{
+		listen:       fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)"),
+		publicURL:    fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)"),
+		defaultAgent: fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), "agent serving /a2a calls without a tenant (env A2AMESH_DEFAULT_AGENT)"),
+		cors:         fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)"),
+		keepAlive:    fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),
+		idemWindow:   fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
+		strictCards:  fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
+	}
+}
+
+// config returns the edge configuration the flags describe (Bus, Registry
+// and Logger are the caller's).
+func (f *edgeFlags) config() edge.Config {
+	c := edge.Config{
+		PublicURL: *f.publicURL, DefaultAgent: *f.defaultAgent, KeepAlive: *f.keepAlive,
+		IdempotencyWindow: *f.idemWindow, StrictCards: *f.strictCards,
+	}
+	if c.IdempotencyWindow <= 0 {
+		c.IdempotencyWindow = -1 // off
+	}
+	if *f.cors != "" {
+		c.CORSOrigins = strings.Split(*f.cors, ",")
+	}
+	return c
+}
