@@ -9,16 +9,12 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 )
 
-// sweepEvery is how often, after the first sweep, a worker looks for
-// stranded tasks. A sweep reads the task bucket, so it is rare.
-const sweepEvery = 10 * time.Minute
-
 // janitor re-enqueues tasks of this agent that were created but whose work
 // item never reached the queue: an edge that dies between creating a task
 // and enqueueing its turn leaves it submitted with nothing to run it. Such a
 // task was never acknowledged to its client, but it should not sit in
 // ListTasks forever. The first sweep runs StaleAfter after start (so a
-// restarted mesh picks up what the crash stranded), then every sweepEvery.
+// restarted mesh picks up what the crash stranded), then every SweepEvery.
 func (w *Worker) janitor(ctx context.Context) {
 	jitter := time.Duration(rand.Int64N(int64(w.StaleAfter/4) + 1))
 	t := time.NewTimer(w.StaleAfter + jitter)
@@ -30,7 +26,7 @@ func (w *Worker) janitor(ctx context.Context) {
 		case <-t.C:
 		}
 		w.sweep(ctx)
-		t.Reset(sweepEvery + jitter)
+		t.Reset(w.SweepEvery + jitter)
 	}
 }
 

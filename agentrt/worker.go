@@ -32,6 +32,10 @@ type Worker struct {
 	// StaleAfter is how long a task may sit submitted with no work queued
 	// before this worker re-enqueues it (default 30s; see janitor.go).
 	StaleAfter time.Duration
+	// SweepEvery is how often, after the first sweep StaleAfter after
+	// start, the worker looks for such tasks (default 10m: a sweep reads
+	// the task bucket).
+	SweepEvery time.Duration
 	Logger     *slog.Logger
 }
 
@@ -53,6 +57,9 @@ func (w *Worker) defaults() error {
 	}
 	if w.StaleAfter <= 0 {
 		w.StaleAfter = 30 * time.Second
+	}
+	if w.SweepEvery <= 0 {
+		w.SweepEvery = 10 * time.Minute
 	}
 	if w.Logger == nil {
 		w.Logger = slog.Default()

@@ -17,7 +17,7 @@ import (
 // An edge that dies between creating a task and enqueueing its turn leaves
 // it submitted with no work item; a worker's sweep must pick it up.
 func TestStrandedTaskIsReEnqueued(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.StaleAfter = 300 * time.Millisecond }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.StaleAfter, c.SweepEvery = 300*time.Millisecond, 200*time.Millisecond }))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	id, ctxID := uuid.NewString(), uuid.NewString()

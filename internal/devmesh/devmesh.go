@@ -37,8 +37,8 @@ type Config struct {
 	Edge edge.Config
 	// TaskTimeout bounds one run of an agent (default 120s).
 	TaskTimeout time.Duration
-	// StaleAfter: see agentrt.Worker (default 30s).
-	StaleAfter time.Duration
+	// StaleAfter and SweepEvery: see agentrt.Worker (defaults 30s, 10m).
+	StaleAfter, SweepEvery time.Duration
 	// Concurrency is each built-in worker's task limit (default 64).
 	Concurrency int
 	// SyncAlways fsyncs every JetStream write.
@@ -124,7 +124,8 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	builtin := agents.Builtin()
 	for name, a := range builtin {
 		w := &agentrt.Worker{Bus: m.bus, Agent: a, Name: name, Concurrency: cfg.Concurrency,
-			Timeout: cfg.TaskTimeout, StaleAfter: cfg.StaleAfter, Logger: cfg.Logger}
+			Timeout: cfg.TaskTimeout, StaleAfter: cfg.StaleAfter,
+			SweepEvery: cfg.SweepEvery, Logger: cfg.Logger}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
