@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -235,6 +234,3 @@ func (t Task) WithHistory(n int) Task {
 	}
 	return t
 }
-
-// RawJSON is a convenience alias used for opaque JSON values.
-type RawJSON = json.RawMessage

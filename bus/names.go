@@ -20,10 +20,6 @@ const (
 	subjEventsPrefix  = "a2a.events."
 	subjDeadPrefix    = "a2a.dead."
 	subjControlPrefix = "a2a.control."
-
-	// Header names carried on bus messages.
-	HdrMsgID = "Nats-Msg-Id"
-	HdrState = "A2a-State"
 )
 
 // WorkSubject is where a turn of task taskID waits for agent's workers.

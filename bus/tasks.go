@@ -303,12 +303,6 @@ func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate
 	return rec, nil, ErrContention
 }
 
-// StoreTask stores rec (obtained from AppendTask) as the task's snapshot,
-// repairing from the log if someone stored in between.
-func (b *Bus) StoreTask(ctx context.Context, rec *TaskRecord) {
-	b.storeAfter(ctx, rec)
-}
-
 func (b *Bus) storeAfter(ctx context.Context, next *TaskRecord) {
 	if b.store(ctx, next, false) {
 		return
@@ -350,9 +344,6 @@ func (b *Bus) appendEvent(ctx context.Context, id string, ev *a2a.StreamResponse
 	msg := &nats.Msg{Subject: EventsSubject(id), Data: data, Header: hdr}
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
-	}
-	if ev.StatusUpdate != nil {
-		msg.Header.Set(HdrState, string(ev.StatusUpdate.Status.State))
 	}
 	ack, err := b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect))
 	if err != nil {
@@ -437,17 +428,6 @@ func (r *EventReader) Close() {
 
 // Err is the error that stopped the reader, if any (valid after C closes).
 func (r *EventReader) Err() error { return r.err }
-
-// WatchStates subscribes (core NATS, no replay) to state changes of task id
-// and calls fn with each new state. It is cheap and used by blocking calls;
-// delivery is at most once, so callers also poll. Unsubscribe when done.
-func (b *Bus) WatchStates(id string, fn func(a2a.TaskState)) (*nats.Subscription, error) {
-	return b.nc.Subscribe(EventsSubject(id), func(m *nats.Msg) {
-		if s := m.Header.Get(HdrState); s != "" {
-			fn(a2a.TaskState(s))
-		}
-	})
-}
 
 // ListTasks returns every task snapshot accepted by keep. It reads the
 // bucket with one ordered watcher, not one request per key, and brings the
