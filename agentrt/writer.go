@@ -112,6 +112,58 @@ func (w *writer) Artifact(a a2a.Artifact, appendChunk, lastChunk bool) error {
 	}})
 }
 
+func (w *writer) Event(ev *a2a.StreamResponse) error {
+	switch {
+	case ev == nil:
+		return nil
+	case ev.StatusUpdate != nil:
+		u := *ev.StatusUpdate
+		if u.Status.State == a2a.StateSubmitted || u.Status.State == a2a.StateUnspecified {
+			return nil
+		}
+		u.TaskID, u.ContextID = w.taskID, w.ctxID
+		u.Status.Message = w.ownMessage(u.Status.Message)
+		if u.Status.Timestamp == "" {
+			u.Status.Timestamp = a2a.Now()
+		}
+		return w.update(&a2a.StreamResponse{StatusUpdate: &u})
+	case ev.ArtifactUpdate != nil:
+		u := *ev.ArtifactUpdate
+		u.TaskID, u.ContextID = w.taskID, w.ctxID
+		return w.Artifact(u.Artifact, u.Append, u.LastChunk)
+	case ev.Message != nil:
+		return w.update(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
+			TaskID: w.taskID, ContextID: w.ctxID,
+			Status: a2a.TaskStatus{State: a2a.StateCompleted, Message: w.ownMessage(ev.Message), Timestamp: a2a.Now()},
+		}})
+	case ev.Task != nil:
+		for _, a := range ev.Task.Artifacts {
+			if err := w.Artifact(a, false, true); err != nil {
+				return err
+			}
+		}
+		st := ev.Task.Status
+		if st.State == a2a.StateSubmitted || st.State == a2a.StateUnspecified {
+			return nil
+		}
+		return w.Event(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: st, Metadata: ev.Task.Metadata}})
+	}
+	return nil
+}
+
+// ownMessage returns a copy of m as a message of this task from the agent.
+func (w *writer) ownMessage(m *a2a.Message) *a2a.Message {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	c.TaskID, c.ContextID, c.Role = w.taskID, w.ctxID, a2a.RoleAgent
+	if c.MessageID == "" {
+		c.MessageID = newID()
+	}
+	return &c
+}
+
 // wasSuperseded reports whether a newer run of the same work took over.
 func (w *writer) wasSuperseded() bool {
 	w.mu.Lock()
