@@ -33,7 +33,7 @@ const (
 	snippetBytes = 200
 )
 
-// The 1.0 JSON-RPC method names the client calls.
+// The JSON-RPC method names the client calls, in 1.0 and 0.3.
 const (
 	methodSend      = "SendMessage"
 	methodStream    = "SendStreamingMessage"
@@ -41,7 +41,37 @@ const (
 	methodList      = "ListTasks"
 	methodCancel    = "CancelTask"
 	methodSubscribe = "SubscribeToTask"
+
+	methodSendV03      = "message/send"
+	methodStreamV03    = "message/stream"
+	methodGetV03       = "tasks/get"
+	methodCancelV03    = "tasks/cancel"
+	methodSubscribeV03 = "tasks/resubscribe"
 )
+
+// method returns the name of a 1.0 method in the client's version.
+func (c *Client) method(m string) string {
+	if !c.v03 {
+		return m
+	}
+	switch m {
+	case methodSend:
+		return methodSendV03
+	case methodStream:
+		return methodStreamV03
+	case methodGet:
+		return methodGetV03
+	case methodCancel:
+		return methodCancelV03
+	case methodSubscribe:
+		return methodSubscribeV03
+	}
+	return m
+}
+
+// ErrUnsupported is returned for a call the client's protocol version
+// lacks (ListTasks in 0.3).
+var ErrUnsupported = errors.New("client: not supported in this protocol version")
 
 var (
 	// ErrResponseTooLarge is wrapped by errors for a response body, or a
@@ -52,9 +82,11 @@ var (
 	ErrInvalidResponse = errors.New("invalid response")
 )
 
-// Client calls one agent's A2A 1.0 JSON-RPC endpoint. It is safe for
+// Client calls one agent's A2A JSON-RPC endpoint, in 1.0 unless
+// WithProtocolVersion says 0.3. It is safe for
 // concurrent use.
 type Client struct {
+	v03     bool // speak A2A 0.3 (message/send, ...) instead of 1.0
 	url     string
 	hc      *http.Client
 	header  http.Header
@@ -90,6 +122,16 @@ func WithTenant(tenant string) Option {
 	return func(c *Client) { c.tenant = tenant }
 }
 
+// WithProtocolVersion makes the client speak the given A2A version: "1.0"
+// (the default) or "0.3" (any 0.3.x, also "0.3.0"): 0.3 method names
+// (message/send, message/stream, tasks/get, tasks/cancel,
+// tasks/resubscribe) and 0.3 wire shapes for sent messages. Results of
+// either version are read into the same types. A 0.3 client sends no
+// tenant, and ListTasks, which 0.3 lacks, fails without a call.
+func WithProtocolVersion(v string) Option {
+	return func(c *Client) { c.v03 = strings.HasPrefix(v, "0.") }
+}
+
 // WithMaxResponseBytes bounds a response body and each stream event to n
 // bytes (n <= 0 keeps DefaultMaxResponseBytes).
 func WithMaxResponseBytes(n int64) Option {
@@ -112,6 +154,9 @@ func New(baseURL string, opts ...Option) *Client {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.v03 {
+		c.tenant = ""
+	}
 	return c
 }
 
@@ -124,14 +169,18 @@ func (c *Client) Send(ctx context.Context, req *a2a.SendMessageRequest) (*a2a.St
 	if err != nil {
 		return nil, err
 	}
-	var res a2a.StreamResponse
-	if err := c.call(ctx, methodSend, params, &res); err != nil {
+	var raw json.RawMessage
+	if err := c.call(ctx, c.method(methodSend), params, &raw); err != nil {
 		return nil, err
 	}
-	if (res.Task == nil) == (res.Message == nil) || res.StatusUpdate != nil || res.ArtifactUpdate != nil {
-		return nil, fmt.Errorf("%s: %w: result must hold exactly one of task or message", methodSend, ErrInvalidResponse)
+	res, err := decodeStreamResult(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.method(methodSend), err)
 	}
-	return &res, nil
+	if res.Task == nil && res.Message == nil {
+		return nil, fmt.Errorf("%s: %w: result must hold a task or a message", c.method(methodSend), ErrInvalidResponse)
+	}
+	return res, nil
 }
 
 // Stream calls SendStreamingMessage and returns the stream of its events.
@@ -141,31 +190,34 @@ func (c *Client) Stream(ctx context.Context, req *a2a.SendMessageRequest) (*Stre
 	if err != nil {
 		return nil, err
 	}
-	return c.openStream(ctx, methodStream, params, "")
+	return c.openStream(ctx, c.method(methodStream), params, "")
 }
 
 // Subscribe calls SubscribeToTask for the task taskID. A non-empty
 // lastEventID is sent as the Last-Event-ID header, asking the server to
 // resume after that event. The caller must Close the stream.
 func (c *Client) Subscribe(ctx context.Context, taskID, lastEventID string) (*Stream, error) {
-	return c.openStream(ctx, methodSubscribe, &a2a.TaskIDRequest{Tenant: c.tenant, ID: taskID}, lastEventID)
+	return c.openStream(ctx, c.method(methodSubscribe), &a2a.TaskIDRequest{Tenant: c.tenant, ID: taskID}, lastEventID)
 }
 
 // GetTask calls GetTask. A nil historyLength leaves the history length to
 // the server.
 func (c *Client) GetTask(ctx context.Context, id string, historyLength *int) (*a2a.Task, error) {
 	var t a2a.Task
-	if err := c.call(ctx, methodGet, &a2a.GetTaskRequest{Tenant: c.tenant, ID: id, HistoryLength: historyLength}, &t); err != nil {
+	if err := c.call(ctx, c.method(methodGet), &a2a.GetTaskRequest{Tenant: c.tenant, ID: id, HistoryLength: historyLength}, &t); err != nil {
 		return nil, err
 	}
 	if t.ID == "" {
-		return nil, fmt.Errorf("%s: %w: task without id", methodGet, ErrInvalidResponse)
+		return nil, fmt.Errorf("%s: %w: task without id", c.method(methodGet), ErrInvalidResponse)
 	}
 	return &t, nil
 }
 
 // ListTasks calls ListTasks; a nil req lists with the server's defaults.
 func (c *Client) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	if c.v03 {
+		return nil, fmt.Errorf("%s: %w", methodList, ErrUnsupported)
+	}
 	var p a2a.ListTasksRequest
 	if req != nil {
 		p = *req
@@ -183,19 +235,23 @@ func (c *Client) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 // Cancel calls CancelTask and returns the task as the server left it.
 func (c *Client) Cancel(ctx context.Context, id string) (*a2a.Task, error) {
 	var t a2a.Task
-	if err := c.call(ctx, methodCancel, &a2a.TaskIDRequest{Tenant: c.tenant, ID: id}, &t); err != nil {
+	if err := c.call(ctx, c.method(methodCancel), &a2a.TaskIDRequest{Tenant: c.tenant, ID: id}, &t); err != nil {
 		return nil, err
 	}
 	if t.ID == "" {
-		return nil, fmt.Errorf("%s: %w: task without id", methodCancel, ErrInvalidResponse)
+		return nil, fmt.Errorf("%s: %w: task without id", c.method(methodCancel), ErrInvalidResponse)
 	}
 	return &t, nil
 }
 
-// sendParams copies req, filling in the client's tenant.
-func (c *Client) sendParams(req *a2a.SendMessageRequest) (*a2a.SendMessageRequest, error) {
+// sendParams copies req, filling in the client's tenant, in the wire shape
+// of the client's version.
+func (c *Client) sendParams(req *a2a.SendMessageRequest) (any, error) {
 	if req == nil || req.Message == nil {
 		return nil, errors.New("client: send needs a message")
+	}
+	if c.v03 {
+		return req.ToV03(), nil
 	}
 	p := *req
 	if p.Tenant == "" {
@@ -243,7 +299,11 @@ func (c *Client) setHeaders(req *http.Request, accept string) {
 		req.Header[k] = append([]string(nil), vs...)
 	}
 	req.Header.Set("Accept", accept)
-	req.Header.Set("A2A-Version", ProtocolVersion)
+	if c.v03 {
+		req.Header.Set("A2A-Version", "0.3")
+	} else {
+		req.Header.Set("A2A-Version", ProtocolVersion)
+	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "a2amesh-client")
 	}

@@ -181,22 +181,14 @@ func (s *Stream) dispatch(data []byte) (Event, error) {
 	return ev, nil
 }
 
-// decodeStreamResult decodes a StreamResponse holding exactly one member.
+// decodeStreamResult decodes a result of either protocol version holding
+// exactly one event.
 func decodeStreamResult(b []byte) (*a2a.StreamResponse, error) {
-	var res a2a.StreamResponse
-	if err := json.Unmarshal(b, &res); err != nil {
+	res, err := a2a.DecodeResult(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidResponse, err)
 	}
-	n := 0
-	for _, set := range []bool{res.Task != nil, res.Message != nil, res.StatusUpdate != nil, res.ArtifactUpdate != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return nil, fmt.Errorf("%w: stream response must hold exactly one of task, message, statusUpdate, artifactUpdate", ErrInvalidResponse)
-	}
-	return &res, nil
+	return res, nil
 }
 
 // LastEventID returns the latest "id:" value the stream carried, for
