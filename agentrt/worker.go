@@ -182,7 +182,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	sub, err := w.Bus.OnCancel(item.TaskID, func() { cancelRun(errCanceled) })
+	sub, err := w.Bus.OnCancel(item.TaskID, func() { cancelRun(ErrCanceled) })
 	if err == nil {
 		defer func() { _ = sub.Unsubscribe() }()
 	}
@@ -203,7 +203,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		History: historyBefore(rec.Task.History, item.Message.MessageID), Artifacts: rec.Task.Artifacts,
 		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
 	}
-	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, errTimedOut)
+	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
 	runErr := w.runAgent(timeoutCtx, req, wr)
 
@@ -217,14 +217,14 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	switch {
 	case wr.finalState().Final():
 		// The agent settled the turn itself.
-	case ctx.Err() != nil && !errors.Is(cause, errCanceled) && !errors.Is(cause, errTimedOut):
+	case ctx.Err() != nil && !errors.Is(cause, ErrCanceled) && !errors.Is(cause, ErrTimedOut):
 		// Worker shutting down: hand the task to another worker.
 		log.Info("worker stopping; task handed back to the queue")
 		_ = m.Nak()
 		return
-	case errors.Is(cause, errCanceled) || errors.Is(runErr, ErrTaskClosed):
+	case errors.Is(cause, ErrCanceled) || errors.Is(runErr, ErrTaskClosed):
 		// Canceled (or closed by someone else): the log already says so.
-	case errors.Is(cause, errTimedOut):
+	case errors.Is(cause, ErrTimedOut):
 		log.Warn("task timed out", "timeout", w.Timeout)
 		_ = wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))
 	case runErr != nil:
@@ -236,9 +236,13 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	_ = m.Ack()
 }
 
+// The context.Cause of a run's context when it ends because the task was
+// canceled, or because the run outlived Worker.Timeout. Any other cause
+// means the worker is stopping and the task goes back to the queue (an
+// agent forwarding work elsewhere should leave that work running).
 var (
-	errCanceled = errors.New("task canceled")
-	errTimedOut = errors.New("task timed out")
+	ErrCanceled = errors.New("task canceled")
+	ErrTimedOut = errors.New("task timed out")
 )
 
 // runAgent runs the agent, turning a panic into an error.
