@@ -81,8 +81,9 @@ type EventWriter interface {
 	// Event records an A2A event as another A2A implementation produced
 	// it (a proxied agent, an a2a-go executor). Its task and context ids
 	// are replaced by this task's. A status or artifact update is recorded
-	// as is, except that a submitted status is skipped (the mesh already
-	// recorded it). A Message, the agent's whole reply, completes the task
+	// as is, except that a submitted status, and a working status without
+	// a message while the task is working, are skipped (the mesh recorded
+	// them already). A Message, the agent's whole reply, completes the task
 	// with the message as its status message: the mesh always answers
 	// with a task. A Task contributes its artifacts and, unless it is
 	// submitted, its status.

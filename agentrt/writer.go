@@ -121,6 +121,9 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 		if u.Status.State == a2a.StateSubmitted || u.Status.State == a2a.StateUnspecified {
 			return nil
 		}
+		if u.Status.State == a2a.StateWorking && u.Status.Message == nil && w.isWorking() {
+			return nil // the worker marked the task working already
+		}
 		u.TaskID, u.ContextID = w.taskID, w.ctxID
 		u.Status.Message = w.ownMessage(u.Status.Message)
 		if u.Status.Timestamp == "" {
@@ -149,6 +152,13 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 		return w.Event(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: st, Metadata: ev.Task.Metadata}})
 	}
 	return nil
+}
+
+// isWorking reports whether the task is known to be working.
+func (w *writer) isWorking() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rec != nil && w.rec.Task.Status.State == a2a.StateWorking
 }
 
 // ownMessage returns a copy of m as a message of this task from the agent.

@@ -110,6 +110,7 @@ func (r *rec) InputRequired(text string) error { return r.add("input-required " 
 func (r *rec) Complete(text string) error      { return r.add("completed " + text) }
 func (r *rec) Fail(text string) error          { return r.add("failed " + text) }
 func (r *rec) Reject(text string) error        { return r.add("rejected " + text) }
+func (r *rec) Event(*a2a.StreamResponse) error { return r.add("event") }
 func (r *rec) Artifact(a a2a.Artifact, appendChunk, lastChunk bool) error {
 	var parts []string
 	for _, p := range a.Parts {

@@ -9,13 +9,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/agentrt/proxy"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/registry"
 )
 
@@ -25,7 +28,7 @@ import (
 func init() {
 	register("nats", "run a NATS+JetStream node (alone, or one of a cluster)", runNATS)
 	register("edge", "run an HTTP edge against NATS", runEdge)
-	register("worker", "run workers of one built-in agent against NATS", runWorker)
+	register("worker", "run workers of one built-in agent, or a proxy to an A2A agent, against NATS", runWorker)
 }
 
 func runNATS(ctx context.Context, args []string) error {
@@ -166,24 +169,114 @@ func runWorker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	nf := addNATSFlags(fs)
 	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask or tck (env A2AMESH_AGENT)")
+	proxyURL := fs.String("proxy", envOr("A2AMESH_PROXY", ""), "forward tasks to the A2A agent at this URL (its base URL or card URL) instead of running a built-in agent (env A2AMESH_PROXY)")
+	name := fs.String("name", envOr("A2AMESH_NAME", ""), "the agent's name in the mesh (default: --agent, or derived from the proxied card's name) (env A2AMESH_NAME)")
+	trusted := fs.String("trusted-agents", envOr("A2AMESH_TRUSTED_AGENTS", ""), "comma-separated hosts, host:ports, IPs or CIDRs a proxy may reach although they are private or loopback (env A2AMESH_TRUSTED_AGENTS)")
+	var headers headerFlags
+	fs.Var(&headers, "proxy-header", `header sent with every request to the proxied agent, "Name: value" (repeatable; env A2AMESH_PROXY_AUTHORIZATION sets Authorization)`)
 	concurrency := fs.Int("concurrency", envInt("A2AMESH_CONCURRENCY", 16), "tasks this worker runs at once (env A2AMESH_CONCURRENCY)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	a, ok := agents.Builtin()[*agentName]
-	if !ok {
-		return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, tck), got %q", *agentName)
+	if (*agentName == "") == (*proxyURL == "") {
+		return errors.New("worker: give exactly one of --agent (a built-in agent) or --proxy (an A2A agent's URL)")
+	}
+	var guard *ssrf.Guard
+	if *proxyURL != "" {
+		var err error
+		if guard, err = ssrf.New(splitList(*trusted)); err != nil {
+			return fmt.Errorf("worker: --trusted-agents: %w", err)
+		}
+		if v := os.Getenv("A2AMESH_PROXY_AUTHORIZATION"); v != "" && headers.h.Get("Authorization") == "" {
+			headers.set("Authorization", v)
+		}
+	}
+	var a agentrt.Agent
+	if *agentName != "" {
+		var ok bool
+		if a, ok = agents.Builtin()[*agentName]; !ok {
+			return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, tck), got %q", *agentName)
+		}
+		if *name == "" {
+			*name = *agentName
+		}
 	}
 	log := newLogger(*logLevel)
-	b, closeBus, err := nf.openBus(ctx, "a2amesh-worker-"+*agentName, log)
+	b, closeBus, err := nf.openBus(ctx, "a2amesh-worker-"+firstNonEmpty(*name, *agentName, "proxy"), log)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-	w := &agentrt.Worker{Bus: b, Agent: a, Name: *agentName, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
+	if *proxyURL != "" {
+		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, Bus: b, Logger: log})
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		a, *name = p, p.Name()
+	}
+	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
 	return w.Run(ctx)
+}
+
+// openProxy prepares a proxy, waiting for an upstream that is not up yet:
+// workers may start before the agents they front. A refused address or a
+// card that cannot work fails at once.
+func openProxy(ctx context.Context, cfg proxy.Config) (*proxy.Agent, error) {
+	for delay := time.Second; ; delay = min(2*delay, 15*time.Second) {
+		p, err := proxy.New(ctx, cfg)
+		if err == nil || !errors.Is(err, proxy.ErrUnavailable) {
+			return p, err
+		}
+		cfg.Logger.Warn("proxied agent not reachable yet; retrying", "url", cfg.URL, "err", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+// headerFlags collects repeated "Name: value" flags.
+type headerFlags struct{ h http.Header }
+
+func (f *headerFlags) String() string { return "" }
+
+func (f *headerFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, ":")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return fmt.Errorf("header %q: want \"Name: value\"", v)
+	}
+	f.set(k, strings.TrimSpace(val))
+	return nil
+}
+
+func (f *headerFlags) set(k, v string) {
+	if f.h == nil {
+		f.h = http.Header{}
+	}
+	f.h.Add(k, v)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
