@@ -13,18 +13,28 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
 )
 
 func init() {
-	register("bench", "load-test message/send against echo, vs the a2a-go SDK server", runBench)
+	register("bench", "load-test message/send against echo, vs the a2a-go SDK server; 'bench scale', 'bench registry'", runBench)
 }
 
 // maxBenchLevels bounds how many concurrency levels one run may ask for.
 const maxBenchLevels = 16
 
 func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "scale":
+			return runBenchScale(ctx, args[1:])
+		case "registry":
+			return runBenchRegistry(ctx, args[1:])
+		}
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	duration := fs.Duration("duration", 10*time.Second, "how long to load each server at each concurrency level")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement")
@@ -192,5 +202,216 @@ func reportErrors(w io.Writer, who string, clients int, r bench.Result) {
 	fmt.Fprintf(w, "%s at %d clients: %d errors\n", who, clients, r.Errors)
 	for _, s := range r.ErrorSummary() {
 		fmt.Fprintf(w, "  %s\n", s)
+	}
+}
+
+// runBenchScale measures how throughput grows with the workers of one agent
+// (bench.RunScale).
+func runBenchScale(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
+	workersFlag := fs.String("workers", "1,2,4", "comma-separated worker counts, each measured on a fresh mesh")
+	concurrency := fs.Int("concurrency", 8, "each worker's task limit (worker --concurrency)")
+	work := fs.Duration("work", 100*time.Millisecond, "how long the slow agent waits per task")
+	clients := fs.Int("clients", 64, "concurrent clients, each with one blocking send in flight")
+	duration := fs.Duration("duration", 10*time.Second, "measurement per worker count")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement")
+	method := fs.String("method", bench.MethodSend10, `JSON-RPC method: "SendMessage" (1.0 body) or "message/send" (0.3 body)`)
+	edgeMode := fs.String("edge", "process", `"process": the edge runs as an 'a2amesh edge' process of this binary (its memory is measured); "inprocess": in the bench's process`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var edgeBin string
+	switch *edgeMode {
+	case "process":
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("--edge process: finding this binary: %w", err)
+		}
+		edgeBin = exe
+	case "inprocess":
+	default:
+		return fmt.Errorf(`--edge must be "process" or "inprocess"`)
+	}
+	workers, err := parseList("--workers", *workersFlag, bench.MaxScaleWorkers)
+	if err != nil {
+		return err
+	}
+	o := bench.ScaleOptions{
+		Workers: workers, Concurrency: *concurrency, Work: *work, Clients: *clients,
+		Duration: *duration, Warmup: *warmup, Method: *method, EdgeBin: edgeBin,
+		Progress: func(msg string) { fmt.Fprintln(os.Stderr, "bench scale:", msg) },
+	}
+	rows, err := bench.RunScale(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench scale: agent slow (waits %v per task), %s, %d clients, worker concurrency %d, %v per count (+%v warmup), edge %s\n",
+		*work, *method, *clients, *concurrency, *duration, *warmup, *edgeMode)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workers\tideal/s\ttasks/s\tvs 1\tefficiency\tp50\tp99\terrors\tmax in-flight per worker\tmax in-flight\tmax acked-pending\tmax queued\tbench heap peak\tedge RSS start / 1st / 2nd half / peak\t")
+	for _, r := range rows {
+		edgeMem := "-"
+		if r.EdgeRSSPeak > 0 {
+			edgeMem = fmt.Sprintf("%s / %s / %s / %s", fmtMiB(r.EdgeRSSStart), fmtMiB(r.EdgeRSSFirstHalf), fmtMiB(r.EdgeRSSSecondHalf), fmtMiB(r.EdgeRSSPeak))
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%.1f\t%.2fx\t%.0f%%\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t\n",
+			r.Workers, r.Ideal, r.Result.Throughput, r.Speedup, 100*r.Efficiency,
+			fmtLatency(r.Result.P50), fmtLatency(r.Result.P99), r.Result.Errors,
+			bench.FormatInFlight(r.MaxInFlight), r.MaxInFlightTotal, r.MaxAckPending, r.MaxQueued,
+			fmtMiB(r.PeakHeap), edgeMem)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Println("ideal = min(workers×concurrency, clients) / work; efficiency = tasks/s ÷ ideal; vs 1 = tasks/s ÷ tasks/s of 1 worker")
+	fmt.Println("max in-flight: agent runs at once (counted in the agent); acked-pending and queued: the agent's consumer, sampled every 100ms")
+	fmt.Println("bench heap: Go heap of this process (load generator, NATS, workers, and the edge with --edge inprocess)")
+	for _, r := range rows {
+		if r.Workers*r.Concurrency > r.Clients {
+			fmt.Fprintf(os.Stderr, "note: at %d workers there are fewer clients (%d) than slots (%d): the clients, not the workers, bound throughput\n",
+				r.Workers, r.Clients, r.Workers*r.Concurrency)
+		}
+		reportErrors(os.Stderr, fmt.Sprintf("%d workers", r.Workers), *clients, r.Result)
+		if m := bench.MaxOf(r.MaxInFlight); m > int64(*concurrency) {
+			return fmt.Errorf("backpressure violated: a worker ran %d tasks at once, above its concurrency %d", m, *concurrency)
+		}
+	}
+	return nil
+}
+
+func fmtMiB(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// parseList reads "1,2,4" into distinct numbers in [1, maxN], in order.
+func parseList(flagName, s string, maxN int) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > maxN {
+			return nil, fmt.Errorf("%s: %q is not a number in [1, %d]", flagName, f, maxN)
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: nothing given", flagName)
+	}
+	if len(out) > maxBenchLevels {
+		return nil, fmt.Errorf("%s: at most %d values", flagName, maxBenchLevels)
+	}
+	return out, nil
+}
+
+// runBenchRegistry measures how long workers take to join and leave the
+// registry as the edges see it (bench.RunRegistry).
+func runBenchRegistry(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench registry", flag.ContinueOnError)
+	rounds := fs.Int("rounds", 20, "graceful rounds: start a worker, wait until it is listed, stop it, wait until it is gone")
+	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is listed, kill it, wait until its TTL drops it (default: as many as --rounds)")
+	mode := fs.String("mode", "process", `"process": 'a2amesh nats', 'a2amesh edge' and each worker are processes of this binary; "inprocess": embedded NATS, edge and agentrt.Workers in this process, each with its own NATS connection`)
+	agent := fs.String("agent", "echo", "built-in agent the workers run")
+	ttl := fs.Duration("ttl", 0, "registry TTL (--mode inprocess only; default the bus default)")
+	bin := fs.String("bin", "", "a2amesh binary for --mode process (default: this one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *crashRounds < 0 {
+		*crashRounds = *rounds
+	}
+	if *rounds < 0 || *rounds > bench.MaxRegistryRounds || *crashRounds > bench.MaxRegistryRounds || *rounds+*crashRounds == 0 {
+		return fmt.Errorf("--rounds and --crash-rounds must be in [0, %d], not both 0", bench.MaxRegistryRounds)
+	}
+	a, ok := agents.Builtin()[*agent]
+	if !ok {
+		return fmt.Errorf("--agent must name a built-in agent, got %q", *agent)
+	}
+	o := bench.RegistryOptions{Agent: *agent, Rounds: *rounds, CrashRounds: *crashRounds,
+		Progress: func(msg string) { fmt.Fprintln(os.Stderr, "bench registry:", msg) }}
+	switch *mode {
+	case "process":
+		if *ttl != 0 {
+			return errors.New("--ttl works with --mode inprocess only (a worker process uses the bus default)")
+		}
+		path := *bin
+		if path == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding this binary: %w", err)
+			}
+			path = exe
+		}
+		m, err := bench.StartProcMesh(ctx, path, "")
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		o.NATSURL, o.EdgeURL = m.NATSURL, m.EdgeURL
+		o.Launcher = bench.ProcessLauncher{Path: path,
+			Args: []string{"worker", "--nats", m.NATSURL, "--agent", *agent, "--log-level", "warn"}}
+	case "inprocess":
+		cfg := bus.Config{RegistryTTL: *ttl}
+		m, err := bench.StartInProcMesh(ctx, "", cfg, nil)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		o.NATSURL, o.EdgeURL, o.Bus = m.NATSURL, m.EdgeURL, cfg
+		o.Launcher = bench.InProcessLauncher{NATSURL: m.NATSURL, Name: *agent, Agent: a, Bus: cfg}
+	default:
+		return errors.New(`--mode must be "process" or "inprocess"`)
+	}
+	res, err := bench.RunRegistry(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench registry: --mode %s, agent %s, registry TTL %v, heartbeat every %v (TTL/3); edges prune expired entries every 500ms\n\n",
+		*mode, *agent, res.TTL, res.Heartbeat.Round(time.Millisecond))
+	start := "process start"
+	stop, kill := "SIGTERM", "SIGKILL"
+	if *mode == "inprocess" {
+		start, stop, kill = "Worker.Run", "context cancel", "connection closed, then cancel"
+	}
+	fmt.Println("| measure | n | min | median | p90 | max |")
+	fmt.Println("|---|---|---|---|---|---|")
+	row := func(name string, v []time.Duration) {
+		if len(v) == 0 {
+			return
+		}
+		s := bench.Summarize(v)
+		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", name, s.N, fmtDur(s.Min), fmtDur(s.Median), fmtDur(s.P90), fmtDur(s.Max))
+	}
+	row("join: "+start+" → listed by a Table", res.JoinTable)
+	row("join: "+start+" → listed by the edge's GET /agents", res.JoinEdge)
+	row("leave, graceful: "+stop+" → gone from a Table", res.LeaveTable)
+	row("leave, graceful: "+stop+" → the edge refuses sends", res.LeaveEdge)
+	row("leave, graceful: "+stop+" → worker exited", res.StopExit)
+	row("leave, crash: "+kill+" → gone from a Table", res.CrashTable)
+	row("leave, crash: "+kill+" → the edge refuses sends", res.CrashEdge)
+	return nil
+}
+
+// fmtDur renders d with three significant digits or so, in µs, ms or s.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%d µs", d.Microseconds())
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2f s", d.Seconds())
 	}
 }

@@ -1,0 +1,498 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/agentrt"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/registry"
+	"github.com/nats-io/nats.go"
+)
+
+// The registry benchmark: how long a worker takes to become routable
+// (join), and to stop being routable after a graceful stop or a crash
+// (leave). Each round starts one worker of an agent no other worker
+// serves, waits until it is listed, stops or kills it, and waits until it
+// is gone; it watches both a registry.Table of its own (its own NATS
+// connection) and, if given, an edge over HTTP.
+
+// Limits of the registry benchmark.
+const (
+	// MaxRegistryRounds caps rounds of either kind.
+	MaxRegistryRounds = 1000
+	// tablePoll and edgePoll are how often the table and the edge are
+	// looked at while waiting for a change.
+	tablePoll = time.Millisecond
+	edgePoll  = 2 * time.Millisecond
+	// settleAfterJoin is how long a worker runs after it joined before a
+	// graceful stop (so it is past its start-up).
+	settleAfterJoin = 100 * time.Millisecond
+)
+
+// WorkerLauncher starts workers of the agent the registry benchmark
+// watches.
+type WorkerLauncher interface {
+	// Start starts one worker and returns it with the instant it started:
+	// when its process was spawned, or when Worker.Run was called.
+	Start(ctx context.Context) (StartedWorker, time.Time, error)
+}
+
+// StartedWorker is a running worker.
+type StartedWorker interface {
+	// Stop stops it gracefully (SIGTERM, or its context canceled).
+	Stop() error
+	// Kill stops it as a crash would: it never deregisters.
+	Kill() error
+	// Wait waits up to timeout for it to end and returns when it ended.
+	Wait(timeout time.Duration) (time.Time, error)
+}
+
+// ProcessLauncher runs workers as processes: Path with Args (e.g. an
+// a2amesh binary with "worker --nats ... --agent echo"), with Env added to
+// this process's environment.
+type ProcessLauncher struct {
+	Path string
+	Args []string
+	Env  []string
+}
+
+// Start spawns one worker process.
+func (l ProcessLauncher) Start(ctx context.Context) (StartedWorker, time.Time, error) {
+	p, err := StartProc(l.Path, l.Args, l.Env)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return procWorker{p}, p.Started, nil
+}
+
+type procWorker struct{ p *Proc }
+
+func (w procWorker) Stop() error { return w.p.Terminate() }
+func (w procWorker) Kill() error { return w.p.Kill() }
+func (w procWorker) Wait(timeout time.Duration) (time.Time, error) {
+	at, err := w.p.Wait(timeout)
+	var ee interface{ ExitCode() int }
+	if errors.As(err, &ee) && ee.ExitCode() == -1 {
+		err = nil // killed by a signal: what a crash round asks for
+	}
+	if err != nil {
+		err = fmt.Errorf("%w; output: %s", err, w.p.Output())
+	}
+	return at, err
+}
+
+// InProcessLauncher runs workers in this process, each with its own NATS
+// connection to NATSURL. Kill closes the connection before the worker is
+// stopped, so its registry entry is never deleted.
+type InProcessLauncher struct {
+	NATSURL string
+	// Name is the agent's name; Agent what it runs.
+	Name  string
+	Agent agentrt.Agent
+	// Bus is the layout configuration (RegistryTTL sets the entries'
+	// TTL).
+	Bus    bus.Config
+	Logger *slog.Logger
+}
+
+// Start opens a connection, then calls Worker.Run.
+func (l InProcessLauncher) Start(ctx context.Context) (StartedWorker, time.Time, error) {
+	b, nc, err := openBus(ctx, l.NATSURL, "a2amesh-bench-worker", l.Bus, 30*time.Second)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &inprocWorker{nc: nc, cancel: cancel, done: make(chan struct{})}
+	aw := &agentrt.Worker{Bus: b, Agent: l.Agent, Name: l.Name, Concurrency: 1, Logger: quietLogger(l.Logger)}
+	start := time.Now()
+	go func() {
+		defer close(w.done)
+		w.err = aw.Run(wctx)
+		w.exitAt = time.Now()
+	}()
+	return w, start, nil
+}
+
+type inprocWorker struct {
+	nc     *nats.Conn
+	cancel context.CancelFunc
+	done   chan struct{}
+	exitAt time.Time
+	err    error
+}
+
+func (w *inprocWorker) Stop() error { w.cancel(); return nil }
+
+func (w *inprocWorker) Kill() error {
+	w.nc.Close() // first: the worker can no longer reach the registry
+	w.cancel()
+	return nil
+}
+
+func (w *inprocWorker) Wait(timeout time.Duration) (time.Time, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		w.nc.Close()
+		return w.exitAt, w.err
+	case <-t.C:
+		w.nc.Close()
+		return time.Time{}, fmt.Errorf("bench: worker did not stop within %v", timeout)
+	}
+}
+
+// RegistryOptions configures a registry run.
+type RegistryOptions struct {
+	// NATSURL is the NATS the workers use; the benchmark watches the
+	// registry there with a Table of its own (required).
+	NATSURL string
+	// Bus is the layout configuration the benchmark opens the bus with;
+	// keep RegistryTTL equal to the workers' (the bucket's age limit
+	// follows it).
+	Bus bus.Config
+	// EdgeURL, if set, is an edge whose GET /agents (join) and refusal of
+	// a send (leave) are timed too.
+	EdgeURL string
+	// Agent is the agent the launcher's workers serve; no other worker
+	// may serve it (default "echo").
+	Agent string
+	// Launcher starts the workers (required).
+	Launcher WorkerLauncher
+	// Rounds is the number of graceful rounds (start, join, stop, leave),
+	// CrashRounds the number of crash rounds (start, join, a random wait
+	// of up to one heartbeat, kill, leave after the TTL).
+	Rounds, CrashRounds int
+	// Timeout bounds a join or a graceful leave (default 60s); a crash
+	// leave gets 2×TTL+10s.
+	Timeout time.Duration
+	// Progress, if set, is told about each round.
+	Progress func(msg string)
+}
+
+// RegistryResult holds the figures of a registry run.
+type RegistryResult struct {
+	// TTL is the registry entries' TTL and Heartbeat the interval of
+	// their renewal, as the workers published them.
+	TTL, Heartbeat time.Duration
+	// Join: from start to listed by the table / by the edge's GET /agents.
+	JoinTable, JoinEdge []time.Duration
+	// Leave after a graceful stop: from the stop to gone from the table /
+	// to the edge refusing a send; StopExit is from the stop to the
+	// worker's exit.
+	LeaveTable, LeaveEdge, StopExit []time.Duration
+	// Leave after a crash: from the kill to gone from the table / to the
+	// edge refusing a send.
+	CrashTable, CrashEdge []time.Duration
+}
+
+func (o *RegistryOptions) normalize() error {
+	if o.NATSURL == "" || o.Launcher == nil {
+		return errors.New("bench: registry needs NATSURL and Launcher")
+	}
+	if o.Agent == "" {
+		o.Agent = "echo"
+	}
+	if !bus.ValidToken(o.Agent) {
+		return fmt.Errorf("bench: bad agent name %q", o.Agent)
+	}
+	if o.Rounds < 0 || o.Rounds > MaxRegistryRounds || o.CrashRounds < 0 || o.CrashRounds > MaxRegistryRounds {
+		return fmt.Errorf("bench: rounds must be in [0, %d]", MaxRegistryRounds)
+	}
+	if o.Rounds+o.CrashRounds == 0 {
+		return errors.New("bench: no rounds to run")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	o.EdgeURL = strings.TrimSuffix(o.EdgeURL, "/")
+	return nil
+}
+
+// RunRegistry runs o.Rounds graceful rounds, then o.CrashRounds crash
+// rounds.
+func RunRegistry(ctx context.Context, o RegistryOptions) (RegistryResult, error) {
+	var res RegistryResult
+	if err := o.normalize(); err != nil {
+		return res, err
+	}
+	b, nc, err := openBus(ctx, o.NATSURL, "a2amesh-bench-registry", o.Bus, 30*time.Second)
+	if err != nil {
+		return res, err
+	}
+	defer nc.Close()
+	table := registry.NewTable()
+	tctx, stopTable := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = table.Run(tctx, b)
+	}()
+	defer func() { stopTable(); wg.Wait() }()
+	select {
+	case <-table.Ready():
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(30 * time.Second):
+		return res, errors.New("bench: registry table not ready after 30s")
+	}
+	rb := &registryBench{o: o, table: table, client: &http.Client{Timeout: 2 * time.Second},
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))}
+	defer rb.client.CloseIdleConnections()
+	total := o.Rounds + o.CrashRounds
+	for i := range total {
+		crash := i >= o.Rounds
+		if err := rb.round(ctx, crash, &res); err != nil {
+			kind := "graceful"
+			if crash {
+				kind = "crash"
+			}
+			return res, fmt.Errorf("%s round %d: %w", kind, i+1, err)
+		}
+		if o.Progress != nil {
+			o.Progress(rb.describe(i+1, total, crash, &res))
+		}
+	}
+	return res, nil
+}
+
+type registryBench struct {
+	o      RegistryOptions
+	table  *registry.Table
+	client *http.Client
+	rng    *rand.Rand
+}
+
+func (rb *registryBench) describe(i, total int, crash bool, r *RegistryResult) string {
+	last := func(v []time.Duration) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		return v[len(v)-1].Round(10 * time.Microsecond).String()
+	}
+	if crash {
+		return fmt.Sprintf("round %d/%d (crash): join %s (edge %s), leave %s (edge %s)", i, total,
+			last(r.JoinTable), last(r.JoinEdge), last(r.CrashTable), last(r.CrashEdge))
+	}
+	return fmt.Sprintf("round %d/%d (graceful): join %s (edge %s), leave %s (edge %s), exit %s", i, total,
+		last(r.JoinTable), last(r.JoinEdge), last(r.LeaveTable), last(r.LeaveEdge), last(r.StopExit))
+}
+
+func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryResult) (err error) {
+	// The agent must be gone everywhere first (a crashed worker of the
+	// previous round lingers until its TTL).
+	wait := rb.o.Timeout
+	if res.TTL > 0 {
+		wait = max(wait, 2*res.TTL+10*time.Second)
+	}
+	if _, _, err := rb.await(ctx, false, wait); err != nil {
+		return fmt.Errorf("agent %q still listed before the round: %w", rb.o.Agent, err)
+	}
+	w, start, err := rb.o.Launcher.Start(ctx)
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = w.Kill()
+			_, _ = w.Wait(10 * time.Second)
+		}
+	}()
+	tTable, tEdge, err := rb.await(ctx, true, rb.o.Timeout)
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	res.JoinTable = append(res.JoinTable, tTable.Sub(start))
+	if rb.o.EdgeURL != "" {
+		res.JoinEdge = append(res.JoinEdge, tEdge.Sub(start))
+	}
+	for _, e := range rb.table.Agents() {
+		if e.Agent == rb.o.Agent {
+			res.TTL, res.Heartbeat = e.TTL, e.TTL/3
+		}
+	}
+	if res.TTL <= 0 {
+		return errors.New("join: no TTL in the agent's entry")
+	}
+
+	if !crash {
+		sleepCtx(ctx, settleAfterJoin)
+		t0 := time.Now()
+		if err := w.Stop(); err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+		tTable, tEdge, err := rb.await(ctx, false, rb.o.Timeout)
+		if err != nil {
+			return fmt.Errorf("leave: %w", err)
+		}
+		res.LeaveTable = append(res.LeaveTable, tTable.Sub(t0))
+		if rb.o.EdgeURL != "" {
+			res.LeaveEdge = append(res.LeaveEdge, tEdge.Sub(t0))
+		}
+		exitAt, err := w.Wait(rb.o.Timeout)
+		stopped = true
+		if err != nil {
+			return fmt.Errorf("worker exit: %w", err)
+		}
+		res.StopExit = append(res.StopExit, exitAt.Sub(t0))
+		return ctx.Err()
+	}
+
+	// A crash lands anywhere between two heartbeats.
+	sleepCtx(ctx, time.Duration(rb.rng.Int64N(int64(res.Heartbeat))))
+	t0 := time.Now()
+	if err := w.Kill(); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	if _, err := w.Wait(10 * time.Second); err != nil {
+		return fmt.Errorf("after kill: %w", err)
+	}
+	stopped = true
+	tTable, tEdge, err = rb.await(ctx, false, 2*res.TTL+10*time.Second)
+	if err != nil {
+		return fmt.Errorf("leave after crash: %w", err)
+	}
+	res.CrashTable = append(res.CrashTable, tTable.Sub(t0))
+	if rb.o.EdgeURL != "" {
+		res.CrashEdge = append(res.CrashEdge, tEdge.Sub(t0))
+	}
+	return ctx.Err()
+}
+
+// await waits until the agent is listed (present) or not, by the table
+// and by the edge, and returns when each first saw it.
+func (rb *registryBench) await(ctx context.Context, present bool, timeout time.Duration) (tTable, tEdge time.Time, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var edgeErr error
+	if rb.o.EdgeURL != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tEdge, edgeErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeRoutes(ctx, present) })
+		}()
+	}
+	tTable, err = pollUntil(ctx, tablePoll, func() bool {
+		_, ok := rb.table.Lookup(rb.o.Agent)
+		return ok == present
+	})
+	wg.Wait()
+	if err != nil {
+		return tTable, tEdge, fmt.Errorf("table: %w", err)
+	}
+	if edgeErr != nil {
+		return tTable, tEdge, fmt.Errorf("edge: %w", edgeErr)
+	}
+	return tTable, tEdge, nil
+}
+
+// pollUntil calls cond every interval until it holds (returning when) or
+// ctx ends.
+func pollUntil(ctx context.Context, interval time.Duration, cond func() bool) (time.Time, error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	// ctx bounds the time; the count bounds the loop however the ticker
+	// behaves.
+	for range int(MaxDuration/interval) + 1 {
+		if cond() {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return time.Time{}, errors.New("bench: poll limit reached")
+}
+
+// edgeRoutes reports whether the edge's view matches present: for join,
+// GET /agents lists the agent; for leave, a send to it is refused because
+// no live worker serves it. The send carries no message, so when the agent
+// is live it is refused for that instead and no task is created.
+func (rb *registryBench) edgeRoutes(ctx context.Context, present bool) bool {
+	if present {
+		return rb.edgeLists(ctx)
+	}
+	msg, ok := rb.probeSend(ctx)
+	return ok && strings.Contains(msg, "no live worker")
+}
+
+func (rb *registryBench) edgeLists(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rb.o.EdgeURL+"/agents", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := rb.client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Agents []struct {
+			Name string `json:"name"`
+		} `json:"agents"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&body) != nil {
+		return false
+	}
+	return slices.ContainsFunc(body.Agents, func(a struct {
+		Name string `json:"name"`
+	}) bool {
+		return a.Name == rb.o.Agent
+	})
+}
+
+// probeBody is a SendMessage without a message: refused either way.
+var probeBody = []byte(`{"jsonrpc":"2.0","method":"SendMessage","params":{},"id":1}`)
+
+// probeSend posts probeBody to the agent and returns the JSON-RPC error
+// message (ok false when there is none or the call failed).
+func (rb *registryBench) probeSend(ctx context.Context) (string, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rb.o.EdgeURL+"/agents/"+rb.o.Agent, bytes.NewReader(probeBody))
+	if err != nil {
+		return "", false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := rb.client.Do(req)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	var r reply
+	if json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&r) != nil || r.Error == nil {
+		return "", false
+	}
+	return r.Error.Message, true
+}
+
+// Summary is min, median, 90th percentile and max of a set of durations.
+type Summary struct {
+	N                     int
+	Min, Median, P90, Max time.Duration
+}
+
+// Summarize returns v's summary (nearest-rank percentiles).
+func Summarize(v []time.Duration) Summary {
+	if len(v) == 0 {
+		return Summary{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return Summary{N: len(s), Min: s[0], Median: rank(s, 0.5), P90: rank(s, 0.9), Max: s[len(s)-1]}
+}

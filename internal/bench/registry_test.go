@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/agentrt"
+	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/bus"
+)
+
+// testTTL is the registry TTL of the tests' meshes: short, so a crash
+// round takes about a second.
+const testTTL = time.Second
+
+// Environment of TestHelperWorker when it runs as a worker process.
+const (
+	helperEnv     = "A2AMESH_BENCH_HELPER_NATS"
+	helperTTLEnv  = "A2AMESH_BENCH_HELPER_TTL"
+	helperTestArg = "-test.run=^TestHelperWorker$"
+)
+
+// TestHelperWorker is not a test: run by TestRegistryProcesses as a child
+// process of the test binary, it is a worker process of the echo agent
+// (what `a2amesh worker --agent echo` does, with a short registry TTL),
+// stopped by SIGTERM.
+func TestHelperWorker(t *testing.T) {
+	url := os.Getenv(helperEnv)
+	if url == "" {
+		return
+	}
+	ttl, _ := time.ParseDuration(os.Getenv(helperTTLEnv))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	b, nc, err := openBus(ctx, url, "a2amesh-bench-helper", bus.Config{RegistryTTL: ttl}, 30*time.Second)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(2)
+	}
+	w := &agentrt.Worker{Bus: b, Agent: agents.Echo{}, Name: "echo", Concurrency: 1, Logger: quietLogger(nil)}
+	err = w.Run(ctx)
+	_ = nc.Drain()
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func checkRegistryResult(t *testing.T, res RegistryResult, rounds, crashRounds int, edge bool) {
+	t.Helper()
+	edgeRounds := func(n int) int {
+		if edge {
+			return n
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		name string
+		v    []time.Duration
+		want int
+	}{
+		{"JoinTable", res.JoinTable, rounds + crashRounds},
+		{"JoinEdge", res.JoinEdge, edgeRounds(rounds + crashRounds)},
+		{"LeaveTable", res.LeaveTable, rounds},
+		{"LeaveEdge", res.LeaveEdge, edgeRounds(rounds)},
+		{"StopExit", res.StopExit, rounds},
+		{"CrashTable", res.CrashTable, crashRounds},
+		{"CrashEdge", res.CrashEdge, edgeRounds(crashRounds)},
+	} {
+		if len(c.v) != c.want {
+			t.Errorf("%s: %d samples, want %d", c.name, len(c.v), c.want)
+		}
+		for _, d := range c.v {
+			if d <= 0 || d > 30*time.Second {
+				t.Errorf("%s: implausible %v", c.name, d)
+			}
+		}
+		t.Logf("%-10s %+v", c.name, Summarize(c.v))
+	}
+	if res.TTL != testTTL || res.Heartbeat != testTTL/3 {
+		t.Errorf("TTL %v heartbeat %v, want %v and a third of it", res.TTL, res.Heartbeat, testTTL)
+	}
+	// A crashed worker is dropped once its last heartbeat is a TTL old:
+	// between TTL-heartbeat and TTL plus the table's 500ms pruning after
+	// the kill.
+	for _, d := range res.CrashTable {
+		if d < testTTL-res.Heartbeat-100*time.Millisecond || d > testTTL+time.Second {
+			t.Errorf("crash leave %v, want within [TTL-heartbeat, TTL+1s]", d)
+		}
+	}
+	// A graceful stop deletes the entry: nothing waits for the TTL.
+	for _, d := range res.LeaveTable {
+		if d >= testTTL-res.Heartbeat {
+			t.Errorf("graceful leave %v looks like a TTL expiry", d)
+		}
+	}
+}
+
+// TestRegistryProcesses runs two graceful rounds and one crash round with
+// worker processes (this test binary as TestHelperWorker) against an
+// embedded NATS and an in-process edge.
+func TestRegistryProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := bus.Config{RegistryTTL: testTTL}
+	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunRegistry(ctx, RegistryOptions{
+		NATSURL: m.NATSURL, EdgeURL: m.EdgeURL, Bus: cfg, Agent: "echo", Rounds: 2, CrashRounds: 1,
+		Launcher: ProcessLauncher{Path: exe, Args: []string{helperTestArg, "-test.count=1"},
+			// A race-enabled child otherwise sleeps 1s at exit.
+			Env: []string{helperEnv + "=" + m.NATSURL, helperTTLEnv + "=" + testTTL.String(), "GORACE=atexit_sleep_ms=0"}},
+		Progress: func(msg string) { t.Log(msg) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRegistryResult(t, res, 2, 1, true)
+}
+
+// TestRegistryInProcess runs one round of each kind with in-process
+// workers, watching the table only.
+func TestRegistryInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a mesh")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := bus.Config{RegistryTTL: testTTL}
+	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	res, err := RunRegistry(ctx, RegistryOptions{
+		NATSURL: m.NATSURL, Bus: cfg, Agent: "echo", Rounds: 1, CrashRounds: 1,
+		Launcher: InProcessLauncher{NATSURL: m.NATSURL, Name: "echo", Agent: agents.Echo{}, Bus: cfg},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRegistryResult(t, res, 1, 1, false)
+}
+
+// TestRegistryRefusesLiveAgent: a round cannot start while another worker
+// serves the agent, since its figures would be meaningless.
+func TestRegistryRefusesLiveAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a mesh")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := bus.Config{RegistryTTL: testTTL}
+	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l := InProcessLauncher{NATSURL: m.NATSURL, Name: "echo", Agent: agents.Echo{}, Bus: cfg}
+	other, _, err := l.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = other.Stop()
+		_, _ = other.Wait(10 * time.Second)
+	}()
+	_, err = RunRegistry(ctx, RegistryOptions{NATSURL: m.NATSURL, Bus: cfg, Agent: "echo", Rounds: 1,
+		Launcher: l, Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "still listed") {
+		t.Fatalf("RunRegistry with a live agent: %v", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var v []time.Duration
+	for i := 10; i >= 1; i-- {
+		v = append(v, time.Duration(i)*time.Millisecond)
+	}
+	s := Summarize(v)
+	if s.N != 10 || s.Min != time.Millisecond || s.Median != 5*time.Millisecond || s.P90 != 9*time.Millisecond || s.Max != 10*time.Millisecond {
+		t.Fatalf("Summarize: %+v", s)
+	}
+	if v[0] != 10*time.Millisecond {
+		t.Fatal("Summarize sorted its argument")
+	}
+	if (Summarize(nil) != Summary{}) {
+		t.Fatal("Summarize(nil) not zero")
+	}
+}
