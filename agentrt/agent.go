@@ -38,6 +38,9 @@ type Request struct {
 	// Attempt counts deliveries of this turn (1 on the first run; more after
 	// a worker crashed while running it).
 	Attempt int
+
+	owner string // the principal the task belongs to
+	mesh  *Mesh
 }
 
 // Text is the text of the turn's message.

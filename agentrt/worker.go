@@ -202,7 +202,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		TaskID: item.TaskID, ContextID: rec.Task.ContextID, Message: item.Message,
 		History: historyBefore(rec.Task.History, item.Message.MessageID), Artifacts: rec.Task.Artifacts,
 		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
+		owner: rec.Owner,
 	}
+	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
 	runErr := w.runAgent(timeoutCtx, req, wr)
