@@ -101,7 +101,7 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (*a2a.Ta
 			return nil, err
 		}
 	}
-	settled, err := watch.Wait(ctx)
+	settled, err := watch.Wait(ctx, rec)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrTimedOut) {
 			m.cancel(id)

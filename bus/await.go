@@ -39,12 +39,12 @@ func (b *Bus) WatchSettle(id string) (*SettleWatch, error) {
 // Stop ends the watch.
 func (w *SettleWatch) Stop() { _ = w.sub.Unsubscribe() }
 
-// Wait returns the task once it has settled. The stored snapshot arrives
-// whole as soon as a worker stores it; once a second the task is also
-// loaded from its log, in case a notification was lost or its writer died
-// before storing. It returns ctx's error when ctx ends first (the task
-// itself goes on).
-func (w *SettleWatch) Wait(ctx context.Context) (*TaskRecord, error) {
+// Wait returns the task once it has settled; rec is the task as the caller
+// last saw it. The stored snapshot arrives whole as soon as a worker
+// stores it; once a second the task is also loaded from its log, in case a
+// notification was lost or its writer died before storing. It returns
+// ctx's error when ctx ends first (the task itself goes on).
+func (w *SettleWatch) Wait(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
 	load := func() (*TaskRecord, error) {
 		rec, err := w.b.LoadTask(ctx, w.id)
 		if err != nil && ctx.Err() != nil {
@@ -52,8 +52,11 @@ func (w *SettleWatch) Wait(ctx context.Context) (*TaskRecord, error) {
 		}
 		return rec, err
 	}
-	if rec, err := load(); err != nil || rec.Task.Status.State.Final() {
-		return rec, err
+	if rec.Task.Status.State.Final() {
+		// Settled as last seen (a turn recorded before, say): confirm.
+		if fresh, err := load(); err != nil || fresh.Task.Status.State.Final() {
+			return fresh, err
+		}
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

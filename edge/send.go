@@ -289,23 +289,15 @@ func (e *Edge) send(c *call) (any, error) {
 			return nil, err
 		}
 	} else {
-		settled := make(chan *bus.TaskRecord, 1)
-		sub, err := e.bus.WatchSnapshots(rec.Task.ID, a2a.TaskState.Final, func(r *bus.TaskRecord) {
-			if r.Task.Status.State.Final() {
-				select {
-				case settled <- r:
-				default:
-				}
-			}
-		})
+		watch, err := e.bus.WatchSettle(rec.Task.ID)
 		if err != nil {
 			return nil, err
 		}
-		defer func() { _ = sub.Unsubscribe() }()
+		defer watch.Stop()
 		if err := e.enqueue(ctx, c, p); err != nil {
 			return nil, err
 		}
-		if rec, err = e.awaitSettled(ctx, rec, settled); err != nil {
+		if rec, err = watch.Wait(ctx, rec); err != nil {
 			return nil, err
 		}
 	}
@@ -314,44 +306,6 @@ func (e *Edge) send(c *call) (any, error) {
 		return t.ToV03(), nil
 	}
 	return &a2a.StreamResponse{Task: &t}, nil
-}
-
-// awaitSettled waits until the task reaches a final (terminal or
-// interrupted) state. The stored snapshot arrives whole on settled as soon
-// as a worker stores it; once a second the task is also loaded from the
-// log, in case a notification was lost or the writer died before storing.
-// A client that goes away stops the wait, not the task.
-func (e *Edge) awaitSettled(ctx context.Context, rec *bus.TaskRecord, settled <-chan *bus.TaskRecord) (*bus.TaskRecord, error) {
-	load := func() (*bus.TaskRecord, error) {
-		fresh, err := e.bus.LoadTask(ctx, rec.Task.ID)
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return fresh, err
-	}
-	if rec.Task.Status.State.Final() {
-		if fresh, err := load(); err != nil || fresh.Task.Status.State.Final() {
-			return fresh, err
-		}
-	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case r := <-settled:
-			return r, nil
-		case <-tick.C:
-			fresh, err := load()
-			if err != nil {
-				return nil, err
-			}
-			if fresh.Task.Status.State.Final() {
-				return fresh, nil
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
 }
 
 // workMsgID is the Nats-Msg-Id of a turn's work item: the same for every
