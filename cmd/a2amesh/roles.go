@@ -211,6 +211,9 @@ func runWorker(ctx context.Context, args []string) error {
 	defer closeBus()
 	if *proxyURL != "" {
 		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, Bus: b, Logger: log})
+		if errors.Is(err, ssrf.ErrBlocked) {
+			return fmt.Errorf("worker: %w (an operator who trusts this address can allow it with --trusted-agents)", err)
+		}
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
