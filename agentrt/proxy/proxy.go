@@ -316,6 +316,7 @@ func (a *Agent) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWr
 		Configuration: &a2a.SendMessageConfiguration{AcceptedOutputModes: req.AcceptedOutputModes},
 		Metadata:      req.Metadata,
 	}
+	t.continuing = msg.TaskID != ""
 	if a.streaming {
 		return t.stream(ctx, sreq)
 	}
@@ -330,6 +331,10 @@ type turn struct {
 	taskKey string
 	up      upstream
 	settled bool // a final or interrupted state (or a reply message) was recorded
+	// continuing: this turn continues an upstream task. A stream then
+	// starts with the task as it was before the turn (still
+	// input-required, say), so only status updates settle it.
+	continuing bool
 }
 
 // stream forwards with a streaming call and records events as they come.
@@ -367,7 +372,7 @@ func (t *turn) send(ctx context.Context, sreq *a2a.SendMessageRequest) error {
 	if err != nil {
 		return upstreamError(err)
 	}
-	if err := t.record(ctx, res); err != nil || t.settled {
+	if err := t.record(ctx, res, true); err != nil || t.settled {
 		return err
 	}
 	return t.poll(ctx)
@@ -452,7 +457,7 @@ func (t *turn) drain(ctx context.Context, s *client.Stream) error {
 			}
 			return nil
 		}
-		if err := t.record(ctx, ev.Response); err != nil {
+		if err := t.record(ctx, ev.Response, !t.continuing); err != nil {
 			return err
 		}
 	}
@@ -507,12 +512,13 @@ func (t *turn) pollOnce(ctx context.Context, last *string) error {
 		return nil
 	}
 	*last = string(b)
-	return t.record(ctx, &a2a.StreamResponse{Task: task})
+	return t.record(ctx, &a2a.StreamResponse{Task: task}, true)
 }
 
 // record notes the upstream ids an event carries, then records the event
-// in the mesh task.
-func (t *turn) record(ctx context.Context, ev *a2a.StreamResponse) error {
+// in the mesh task. taskSettles says whether a Task event in an
+// interrupted state settles the turn (see turn.continuing).
+func (t *turn) record(ctx context.Context, ev *a2a.StreamResponse, taskSettles bool) error {
 	if ev == nil {
 		return nil
 	}
@@ -528,6 +534,13 @@ func (t *turn) record(ctx context.Context, ev *a2a.StreamResponse) error {
 			}
 		}
 	}
+	if ev.Task != nil && ev.Task.Status.State.Interrupted() && !taskSettles {
+		// The task as it was before this turn: keep its artifacts, not its
+		// stale state (the mesh task is working on the turn).
+		task := *ev.Task
+		task.Status = a2a.TaskStatus{State: a2a.StateWorking}
+		ev = &a2a.StreamResponse{Task: &task}
+	}
 	if err := t.w.Event(ev); err != nil {
 		return err
 	}
@@ -535,7 +548,8 @@ func (t *turn) record(ctx context.Context, ev *a2a.StreamResponse) error {
 	case ev.Message != nil:
 		t.settled = true
 	case ev.Task != nil:
-		t.settled = ev.Task.Status.State.Final()
+		st := ev.Task.Status.State
+		t.settled = st.Terminal() || st.Interrupted() && taskSettles
 	case ev.StatusUpdate != nil:
 		t.settled = ev.StatusUpdate.Status.State.Final()
 	}

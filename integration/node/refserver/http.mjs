@@ -25,9 +25,12 @@ export const AGENTS = {
 };
 
 // Card carrying both A2A 1.0 fields and A2A 0.3 fields, like the mesh's.
+// With REFSERVER_V03_CARD=1, a plain 0.3 card (no supportedInterfaces), as
+// a 0.3-only server publishes.
 export function agentCard(base, name, description) {
+  const v03Only = process.env.REFSERVER_V03_CARD === '1';
   const url = `${base}/agents/${name}`;
-  return {
+  const card = {
     name,
     description,
     version: '0.0.0',
@@ -44,6 +47,8 @@ export function agentCard(base, name, description) {
     defaultOutputModes: ['text/plain'],
     skills: [{ id: name, name, description, tags: [name] }],
   };
+  if (v03Only) delete card.supportedInterfaces;
+  return card;
 }
 
 function sendJson(res, status, body) {
