@@ -15,7 +15,6 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 )
 
@@ -171,9 +170,7 @@ func TestDelegationCancelPropagates(t *testing.T) {
 // A turn re-run after its worker stopped finds the task it delegated
 // before: the called agent runs once.
 func TestDelegationRerunDoesNotDelegateTwice(t *testing.T) {
-	// A short AckWait: the handed-back work may be redelivered to a pull
-	// request the stopped worker left behind, and then waits out AckWait.
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus.AckWait = 2 * time.Second }))
+	m := meshtest.Start(t)
 	co := &coordinator{stopFirst: true, delegated: make(chan struct{}, 1)}
 	stop := startWorker(t, m.Bus(), co)
 	waitRoutable(t, m, "coordinator")

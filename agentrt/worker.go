@@ -37,6 +37,9 @@ type Worker struct {
 	// the task bucket).
 	SweepEvery time.Duration
 	Logger     *slog.Logger
+
+	handMu   sync.Mutex
+	handBack []jetstream.Msg // work interrupted by shutdown, to Nak once fetching stopped
 }
 
 func (w *Worker) defaults() error {
@@ -97,16 +100,38 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.Logger.Info("worker started", "concurrency", w.Concurrency)
 	// One pull loop per slot: a slot fetches a task only when it is free, so
 	// no task waits in this process while its ack timer runs.
+	var slots sync.WaitGroup
 	for i := 0; i < w.Concurrency; i++ {
-		wg.Add(1)
+		slots.Add(1)
 		go func() {
-			defer wg.Done()
+			defer slots.Done()
 			w.slot(ctx, cons)
 		}()
 	}
+	slots.Wait()
+	w.handBackAll()
 	wg.Wait()
 	w.Logger.Info("worker stopped")
 	return nil
+}
+
+// handBackAll returns the work interrupted by shutdown to the queue. It
+// runs once every slot stopped fetching, after a flush: JetStream hands a
+// Nak'ed message to the next waiting pull request, and one this worker left
+// behind (its subscription gone, the server not yet told) would hold it
+// until AckWait instead of another worker getting it at once.
+func (w *Worker) handBackAll() {
+	w.handMu.Lock()
+	msgs := w.handBack
+	w.handBack = nil
+	w.handMu.Unlock()
+	if len(msgs) == 0 {
+		return
+	}
+	_ = w.Bus.Conn().FlushTimeout(2 * time.Second)
+	for _, m := range msgs {
+		_ = m.Nak()
+	}
 }
 
 func (w *Worker) slot(ctx context.Context, cons jetstream.Consumer) {
@@ -222,7 +247,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	case ctx.Err() != nil && !errors.Is(cause, ErrCanceled) && !errors.Is(cause, ErrTimedOut):
 		// Worker shutting down: hand the task to another worker.
 		log.Info("worker stopping; task handed back to the queue")
-		_ = m.Nak()
+		w.handMu.Lock()
+		w.handBack = append(w.handBack, m)
+		w.handMu.Unlock()
 		return
 	case errors.Is(cause, ErrCanceled) || errors.Is(runErr, ErrTaskClosed):
 		// Canceled (or closed by someone else): the log already says so.
