@@ -266,7 +266,7 @@ func runBenchScale(ctx context.Context, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Println("ideal = min(workers×concurrency, clients) / work; efficiency = tasks/s ÷ ideal; vs 1 = tasks/s ÷ tasks/s of 1 worker")
+	fmt.Println("ideal = min(workers×concurrency, clients) / work; efficiency = tasks/s ÷ ideal; vs 1 = tasks/s ÷ tasks/s of 1 worker (of the first count when 1 is not measured)")
 	fmt.Println("max in-flight: agent runs at once (counted in the agent); acked-pending and queued: the agent's consumer, sampled every 100ms")
 	fmt.Println("bench heap: Go heap of this process (load generator, NATS, workers, and the edge with --edge inprocess)")
 	for _, r := range rows {
