@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -345,7 +347,18 @@ func (b *Bus) appendEvent(ctx context.Context, id string, ev *a2a.StreamResponse
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
-	ack, err := b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect))
+	// A message id of this append alone lets publish repeat it through a
+	// failover: a repeat of an attempt that was stored is acknowledged as
+	// its duplicate (clustered streams check ids before the sequence).
+	msgID := "e-" + uuid.NewString()
+	ack, err := b.publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect), jetstream.WithMsgID(msgID))
+	if isWrongLastSeq(err) {
+		// A single server checks the sequence first: the last event may
+		// be this append's own earlier attempt.
+		if last, lerr := b.events.GetLastMsgForSubject(ctx, EventsSubject(id)); lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == msgID {
+			return last.Sequence, nil
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -381,7 +394,11 @@ func (b *Bus) ReadEvents(ctx context.Context, id string, afterSeq uint64) (*Even
 		return nil, fmt.Errorf("bus: read log of %s: %w", id, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	it, err := cons.Messages(jetstream.PullMaxMessages(64))
+	// On an R3 cluster about one new reader in a hundred receives nothing
+	// at first (its consumer shows no waiting pull request), until missed
+	// heartbeats make the client recreate the consumer: with the default
+	// 5s heartbeat a stream stalled for 10s, with 1s it stalls for 2s.
+	it, err := cons.Messages(jetstream.PullMaxMessages(64), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("bus: read log of %s: %w", id, err)

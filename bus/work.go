@@ -40,11 +40,13 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr nat
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
-	opts := []jetstream.PublishOpt{}
 	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
+		// The id makes a repeat harmless: publish rides out a failover.
+		_, err = b.publish(ctx, msg, jetstream.WithMsgID(msgID))
+	} else {
+		_, err = b.js.PublishMsg(ctx, msg)
 	}
-	if _, err := b.js.PublishMsg(ctx, msg, opts...); err != nil {
+	if err != nil {
 		if isQueueFull(err) {
 			return ErrQueueFull
 		}
