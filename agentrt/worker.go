@@ -255,14 +255,38 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		// Canceled (or closed by someone else): the log already says so.
 	case errors.Is(cause, ErrTimedOut):
 		log.Warn("task timed out", "timeout", w.Timeout)
-		_ = wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))
+		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))) {
+			return
+		}
+	case runErr != nil && wr.writeFailed() != nil:
+		// The bus, not the agent, failed (a NATS node lost, say): run the
+		// turn again once it is back rather than fail the task.
+		log.Warn("could not record the agent's events; the turn will run again", "err", wr.writeFailed())
+		_ = m.NakWithDelay(2 * time.Second)
+		return
 	case runErr != nil:
 		log.Error("agent failed", "err", runErr)
-		_ = wr.Fail(failureText(runErr))
+		if !w.settle(log, m, wr.Fail(failureText(runErr))) {
+			return
+		}
 	default:
-		_ = wr.Complete("")
+		if !w.settle(log, m, wr.Complete("")) {
+			return
+		}
 	}
 	_ = m.Ack()
+}
+
+// settle checks the write of a turn's final state: if the bus failed it,
+// the work goes back to the queue (the turn runs again) instead of being
+// acked with the task left working. It reports whether to ack.
+func (w *Worker) settle(log *slog.Logger, m jetstream.Msg, err error) bool {
+	if err == nil || errors.Is(err, ErrTaskClosed) {
+		return true
+	}
+	log.Warn("could not record the task's final state; the turn will run again", "err", err)
+	_ = m.NakWithDelay(2 * time.Second)
+	return false
 }
 
 // The context.Cause of a run's context when it ends because the task was

@@ -34,6 +34,7 @@ type writer struct {
 	lastStored time.Time     // when the snapshot was last stored
 	final      a2a.TaskState // last state written by this run, if final
 	unnamed    int           // artifacts written without an id so far
+	busErr     error         // the last write the bus failed (not a closed task)
 }
 
 func (w *writer) update(ev *a2a.StreamResponse) error {
@@ -59,10 +60,12 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	}
 	if err != nil {
 		w.rec = nil // reload next time
+		w.busErr = err
 		return err
 	}
 	w.rec = rec
 	w.claimed = true
+	w.busErr = nil
 	if store {
 		w.unstored, w.lastStored = 0, time.Now()
 	} else {
@@ -179,6 +182,14 @@ func (w *writer) wasSuperseded() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.superseded
+}
+
+// writeFailed returns the bus error of the run's last write, if it failed
+// for a reason other than the task being closed.
+func (w *writer) writeFailed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.busErr
 }
 
 // finalState is the final state this run wrote, or "".

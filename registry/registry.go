@@ -81,26 +81,48 @@ func NewTable() *Table {
 }
 
 // Run watches the registry bucket until ctx ends.
+//
+// Live workers renew their entries every TTL/3, so a watcher that has
+// delivered nothing for TTL/2 while the table holds entries has most
+// likely lost its server (a NATS node died; nats.go notices only after its
+// own heartbeat timeout). Run then watches again, and prunes nothing until
+// a watcher answers: a registry outage must not empty the routing table.
 func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 	w, err := b.Registry().WatchAll(ctx)
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	defer func() { _ = w.Stop() }()
 	prune := time.NewTicker(500 * time.Millisecond)
 	defer prune.Stop()
 	readyOnce := sync.OnceFunc(func() { close(t.ready) })
 	defer readyOnce()
+	last := time.Now()  // when the watcher last delivered
+	var restarted time.Time // when the watcher was last replaced
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-prune.C:
-			t.prune(time.Now())
+		case now := <-prune.C:
+			quiet := t.quietLimit()
+			if quiet == 0 || now.Sub(last) <= quiet {
+				t.prune(now)
+				continue
+			}
+			// Quiet too long: every worker died, or the watcher is lost.
+			// A new watcher replays the bucket, which tells which; prune
+			// once it has.
+			if now.Sub(restarted) > 2*quiet {
+				if nw, err := b.Registry().WatchAll(ctx); err == nil {
+					_ = w.Stop()
+					w, restarted = nw, now
+				}
+			}
 		case u, ok := <-w.Updates():
 			if !ok {
 				return errors.New("registry: watcher closed")
 			}
+			last = time.Now()
 			if u == nil {
 				readyOnce()
 				continue
@@ -108,6 +130,24 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 			t.apply(u)
 		}
 	}
+}
+
+// quietLimit is how long the watcher may deliver nothing before it is
+// presumed lost: half the shortest TTL in the table, at least 2s (0 when
+// the table is empty, since then nothing is expected).
+func (t *Table) quietLimit() time.Duration {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var shortest time.Duration
+	for _, e := range t.entries {
+		if e.TTL > 0 && (shortest == 0 || e.TTL < shortest) {
+			shortest = e.TTL
+		}
+	}
+	if shortest == 0 {
+		return 0
+	}
+	return max(shortest/2, 2*time.Second)
 }
 
 func (t *Table) apply(u jetstream.KeyValueEntry) {
