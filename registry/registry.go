@@ -97,7 +97,7 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 	defer prune.Stop()
 	readyOnce := sync.OnceFunc(func() { close(t.ready) })
 	defer readyOnce()
-	last := time.Now()  // when the watcher last delivered
+	last := time.Now()      // when the watcher last delivered
 	var restarted time.Time // when the watcher was last replaced
 	for {
 		select {
