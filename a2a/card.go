@@ -74,11 +74,12 @@ type AgentCard struct {
 	IconURL             string                    `json:"iconUrl,omitempty"`
 
 	// 0.3 compatibility fields.
-	ProtocolVersion                   string              `json:"protocolVersion,omitempty"`
-	URL                               string              `json:"url,omitempty"`
-	PreferredTransport                string              `json:"preferredTransport,omitempty"`
-	AdditionalInterfaces              []AgentInterfaceV03 `json:"additionalInterfaces,omitempty"`
-	SupportsAuthenticatedExtendedCard *bool               `json:"supportsAuthenticatedExtendedCard,omitempty"`
+	ProtocolVersion                   string                `json:"protocolVersion,omitempty"`
+	URL                               string                `json:"url,omitempty"`
+	PreferredTransport                string                `json:"preferredTransport,omitempty"`
+	AdditionalInterfaces              []AgentInterfaceV03   `json:"additionalInterfaces,omitempty"`
+	Security                          []map[string][]string `json:"security,omitempty"`
+	SupportsAuthenticatedExtendedCard *bool                 `json:"supportsAuthenticatedExtendedCard,omitempty"`
 }
 
 // Bool returns a pointer to b, for the optional card fields.
@@ -115,6 +116,7 @@ func (c AgentCard) WithEndpoint(url, tenantURL, tenant string) AgentCard {
 func (c AgentCard) Strict10() AgentCard {
 	c.ProtocolVersion, c.URL, c.PreferredTransport = "", "", ""
 	c.AdditionalInterfaces = nil
+	c.Security = nil
 	c.SupportsAuthenticatedExtendedCard = nil
 	c.Capabilities.StateTransitionHistory = nil
 	return c

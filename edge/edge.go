@@ -42,7 +42,13 @@ type Config struct {
 	// MeshName and MeshDescription describe the mesh card.
 	MeshName        string
 	MeshDescription string
-	Logger          *slog.Logger
+	// Auth decides who may call (nil: anyone, as one anonymous principal).
+	Auth *Auth
+	// Limits bounds what each principal may ask of the edge (limit.go).
+	Limits Limits
+	// Push configures push-notification delivery (push.go).
+	Push   PushConfig
+	Logger *slog.Logger
 }
 
 // Edge is the HTTP handler of one edge node.
@@ -141,7 +147,6 @@ func (e *Edge) baseURL(r *http.Request) string {
 func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.AgentCard {
 	base := e.baseURL(r)
 	c.Name = name
-	c.Capabilities.PushNotifications = a2a.Bool(false)
 	c.Capabilities.ExtendedAgentCard = a2a.Bool(false)
 	c.SupportsAuthenticatedExtendedCard = a2a.Bool(false)
 	if c.Version == "" {
@@ -194,7 +199,7 @@ func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
 	c := a2a.AgentCard{
 		Name: e.cfg.MeshName, Description: e.cfg.MeshDescription, Version: "1.0.0",
 		Capabilities: a2a.AgentCapabilities{
-			Streaming: a2a.Bool(true), PushNotifications: a2a.Bool(false), ExtendedAgentCard: a2a.Bool(false),
+			Streaming: a2a.Bool(true), ExtendedAgentCard: a2a.Bool(false),
 		},
 		SupportsAuthenticatedExtendedCard: a2a.Bool(false),
 		DefaultInputModes:                 []string{"text/plain", "application/json"},
@@ -245,9 +250,20 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
+// finishCard adds what every card of this edge says the same way: push
+// support and the security schemes of its auth; and drops the 0.3 fields
+// for StrictCards.
 func (e *Edge) finishCard(c a2a.AgentCard) a2a.AgentCard {
+	c.Capabilities.PushNotifications = a2a.Bool(e.pushEnabled())
+	c.SecuritySchemes, c.SecurityReqs, c.Security = nil, nil, nil
+	if e.cfg.Auth != nil {
+		c.SecuritySchemes, c.SecurityReqs, c.Security = cardSecurity()
+	}
 	if e.cfg.StrictCards {
-		return c.Strict10()
+		c = c.Strict10()
+		if c.SecuritySchemes != nil {
+			c.SecuritySchemes = strict10Security(c.SecuritySchemes)
+		}
 	}
 	return c
 }

@@ -33,6 +33,18 @@ type call struct {
 }
 
 func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
+	var principal string
+	if e.cfg.Auth != nil {
+		p, ok := e.cfg.Auth.Authenticate(r)
+		if !ok {
+			unauthorized(w)
+			return
+		}
+		principal = p
+	}
+	if !e.allow(w, r, principal) {
+		return
+	}
 	if r.ContentLength > e.cfg.MaxBodyBytes {
 		e.writeRPC(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
 			a2a.ErrInvalidRequest.With("request body exceeds %d bytes", e.cfg.MaxBodyBytes)))
@@ -79,7 +91,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		e.writeRPC(w, http.StatusOK, earlyError(hv, id, a2a.ErrMethodNotFound.With("Method not found: %s", trunc(req.Method, 64))))
 		return
 	}
-	c := &call{w: w, r: r, req: req, op: op, version: mv}
+	c := &call{w: w, r: r, req: req, op: op, version: mv, owner: principal}
 	version, rpcErr := a2a.NegotiateVersion(mv, hv)
 	if rpcErr != nil {
 		e.writeError(c, rpcErr)

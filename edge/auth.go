@@ -1,0 +1,187 @@
+package edge
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/a2amesh/a2amesh/a2a"
+)
+
+// Auth holds the credentials an edge accepts and the principal each one
+// stands for. A credential is a secret sent either as an API key (the
+// x-api-key header) or as a bearer token (Authorization: Bearer <secret>);
+// both name the same table. Tasks belong to the principal that created
+// them: no other principal can read, list, cancel, subscribe to, or
+// configure push for them.
+type Auth struct {
+	principals map[[sha256.Size]byte]string // sha256(secret) -> principal
+}
+
+// APIKeyHeader is the header an API key travels in.
+const APIKeyHeader = "X-Api-Key"
+
+// minSecretLen bounds how short a credential may be.
+const minSecretLen = 16
+
+// NewAuth builds an Auth from principal → secrets.
+func NewAuth(secrets map[string][]string) (*Auth, error) {
+	a := &Auth{principals: map[[sha256.Size]byte]string{}}
+	for principal, list := range secrets {
+		for _, s := range list {
+			if err := a.add(principal, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(a.principals) == 0 {
+		return nil, errors.New("auth: no credentials")
+	}
+	return a, nil
+}
+
+func (a *Auth) add(principal, secret string) error {
+	switch {
+	case principal == "" || len(principal) > 128 || strings.ContainsAny(principal, " \t\r\n\x00"):
+		return fmt.Errorf("auth: principal %q: want 1-128 characters without spaces", principal)
+	case len(secret) < minSecretLen:
+		return fmt.Errorf("auth: principal %s: a secret must be at least %d characters", principal, minSecretLen)
+	case strings.ContainsAny(secret, " \t\r\n\x00"):
+		return fmt.Errorf("auth: principal %s: a secret must not contain spaces", principal)
+	}
+	h := sha256.Sum256([]byte(secret))
+	if other, dup := a.principals[h]; dup && other != principal {
+		return fmt.Errorf("auth: principals %s and %s share a secret", other, principal)
+	}
+	a.principals[h] = principal
+	return nil
+}
+
+// ParseCredentials reads "principal secret" pairs, one per line (also
+// "principal:secret" or "principal=secret"); blank lines and lines
+// starting with # are skipped. A principal may have several secrets (for
+// rotation).
+func ParseCredentials(text string) (map[string][]string, error) {
+	out := map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		principal, secret, ok := cutAny(line, " \t:=")
+		principal, secret = strings.TrimSpace(principal), strings.TrimSpace(secret)
+		if !ok || principal == "" || secret == "" {
+			return nil, fmt.Errorf("auth: line %d: want \"principal secret\"", n)
+		}
+		out[principal] = append(out[principal], secret)
+	}
+	return out, sc.Err()
+}
+
+// LoadAuthFile reads credentials from a file in ParseCredentials' format.
+// The file should be readable by the edge only.
+func LoadAuthFile(path string) (*Auth, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	creds, err := ParseCredentials(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("auth: %s: %w", path, err)
+	}
+	return NewAuth(creds)
+}
+
+func cutAny(s, seps string) (before, after string, ok bool) {
+	if i := strings.IndexAny(s, seps); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
+}
+
+// Authenticate returns the principal whose credential r carries. ok is
+// false for a request with no credential or an unknown one.
+func (a *Auth) Authenticate(r *http.Request) (principal string, ok bool) {
+	secret := r.Header.Get(APIKeyHeader)
+	if secret == "" {
+		scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") {
+			return "", false
+		}
+		secret = strings.TrimSpace(token)
+	}
+	if secret == "" {
+		return "", false
+	}
+	principal, ok = a.principals[sha256.Sum256([]byte(secret))]
+	return principal, ok
+}
+
+// codeUnauthenticated is the JSON-RPC error code of a 401 answer (A2A
+// leaves authentication errors to the transport; JSON-RPC's
+// implementation-defined server-error range it is).
+const codeUnauthenticated = -32000
+
+// Security scheme names in cards.
+const (
+	schemeAPIKey = "apiKey"
+	schemeBearer = "bearer"
+)
+
+// cardSecurity returns the securitySchemes and security requirements a card
+// declares for this edge's auth, readable in both versions: each scheme
+// object carries the 1.0 oneof member (apiKeySecurityScheme,
+// httpAuthSecurityScheme) and the 0.3 fields (type, in, name, scheme) side
+// by side; 1.0 requirements are securityRequirements ({"schemes": {name:
+// {"list": []}}}), 0.3 ones security ({name: []}). Either scheme suffices.
+func cardSecurity() (schemes map[string]map[string]any, reqs10 []map[string]any, reqs03 []map[string][]string) {
+	schemes = map[string]map[string]any{
+		schemeAPIKey: {
+			"apiKeySecurityScheme": map[string]any{"location": "header", "name": APIKeyHeader,
+				"description": "API key issued by the mesh operator"},
+			"type": "apiKey", "in": "header", "name": APIKeyHeader,
+			"description": "API key issued by the mesh operator",
+		},
+		schemeBearer: {
+			"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer",
+				"description": "the same credential as a bearer token"},
+			"type": "http", "scheme": "bearer",
+			"description": "the same credential as a bearer token",
+		},
+	}
+	reqs10 = []map[string]any{
+		{"schemes": map[string]any{schemeAPIKey: map[string]any{"list": []string{}}}},
+		{"schemes": map[string]any{schemeBearer: map[string]any{"list": []string{}}}},
+	}
+	reqs03 = []map[string][]string{{schemeAPIKey: {}}, {schemeBearer: {}}}
+	return schemes, reqs10, reqs03
+}
+
+// strict10Security drops the 0.3 fields from card security schemes.
+func strict10Security(schemes map[string]map[string]any) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(schemes))
+	for name, s := range schemes {
+		c := map[string]any{}
+		for k, v := range s {
+			if strings.HasSuffix(k, "SecurityScheme") {
+				c[k] = v
+			}
+		}
+		out[name] = c
+	}
+	return out
+}
+
+// unauthorized answers a call without valid credentials: HTTP 401 with a
+// challenge for each accepted scheme, before any JSON-RPC work.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Add("WWW-Authenticate", `Bearer realm="a2amesh"`)
+	w.Header().Add("WWW-Authenticate", `ApiKey realm="a2amesh", header="`+APIKeyHeader+`"`)
+	writeJSON(w, http.StatusUnauthorized, a2a.NewError(nil,
+		&a2a.Error{Code: codeUnauthenticated, Message: "Authentication required: send an API key in " + APIKeyHeader + " or Authorization: Bearer"}))
+}
