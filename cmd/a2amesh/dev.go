@@ -33,8 +33,12 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(*logLevel)
+	ecfg, err := ef.config()
+	if err != nil {
+		return err
+	}
 	cfg := devmesh.Config{
-		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ef.config(),
+		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log,
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ type edgeFlags struct {
 	listen, publicURL, defaultAgent, cors *string
 	keepAlive, idemWindow                 *time.Duration
 	strictCards                           *bool
+	authFile                              *string
 }
 
 func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
@@ -25,12 +27,13 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		keepAlive:    fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),
 		idemWindow:   fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
 		strictCards:  fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
+		authFile:     fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines; each secret works as x-api-key or Authorization: Bearer (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
 	}
 }
 
 // config returns the edge configuration the flags describe (Bus, Registry
 // and Logger are the caller's).
-func (f *edgeFlags) config() edge.Config {
+func (f *edgeFlags) config() (edge.Config, error) {
 	c := edge.Config{
 		PublicURL: *f.publicURL, DefaultAgent: *f.defaultAgent, KeepAlive: *f.keepAlive,
 		IdempotencyWindow: *f.idemWindow, StrictCards: *f.strictCards,
@@ -41,5 +44,38 @@ func (f *edgeFlags) config() edge.Config {
 	if *f.cors != "" {
 		c.CORSOrigins = strings.Split(*f.cors, ",")
 	}
-	return c
+	auth, err := loadAuth(*f.authFile, os.Getenv("A2AMESH_API_KEYS"))
+	if err != nil {
+		return c, err
+	}
+	c.Auth = auth
+	return c, nil
+}
+
+// loadAuth builds the edge's credential table from a file and/or an
+// A2AMESH_API_KEYS list ("principal:secret,..."); neither means no auth.
+func loadAuth(file, list string) (*edge.Auth, error) {
+	creds := map[string][]string{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--auth-file: %w", err)
+		}
+		if creds, err = edge.ParseCredentials(string(b)); err != nil {
+			return nil, fmt.Errorf("--auth-file %s: %w", file, err)
+		}
+	}
+	if list != "" {
+		more, err := edge.ParseCredentials(strings.ReplaceAll(list, ",", "\n"))
+		if err != nil {
+			return nil, fmt.Errorf("A2AMESH_API_KEYS: %w", err)
+		}
+		for p, ss := range more {
+			creds[p] = append(creds[p], ss...)
+		}
+	}
+	if len(creds) == 0 {
+		return nil, nil
+	}
+	return edge.NewAuth(creds)
 }

@@ -138,7 +138,10 @@ func runEdge(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	cfg := ef.config()
+	cfg, err := ef.config()
+	if err != nil {
+		return err
+	}
 	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
 	srv := edge.NewServer(edge.New(cfg), log)
 	ln, err := net.Listen("tcp", *ef.listen)
