@@ -3,6 +3,7 @@ package agentrt_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,4 +204,42 @@ func TestDelegationRerunDoesNotDelegateTwice(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Len(t, children, 1, "the re-run must find the task the first run delegated")
+}
+
+// failing fails in the way its text names.
+type failing struct{}
+
+func (failing) Card() a2a.AgentCard {
+	return a2a.AgentCard{Name: "failing", Description: "fails", Version: "1",
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []a2a.AgentSkill{{ID: "f", Name: "f", Description: "f", Tags: []string{"t"}}}}
+}
+
+func (failing) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
+	switch req.Text() {
+	case "panic":
+		panic("secret-in-panic at /srv/agent.go:42")
+	case "timeout":
+		return fmt.Errorf("calling db with password hunter2: %w", context.DeadlineExceeded)
+	default:
+		return errors.New("db password hunter2 rejected")
+	}
+}
+
+// A failing agent's task fails with a message naming the kind of failure,
+// never the error's text or a stack.
+func TestFailureIsSanitized(t *testing.T) {
+	m := meshtest.Start(t)
+	startWorker(t, m.Bus(), failing{})
+	waitRoutable(t, m, "failing")
+	for text, kind := range map[string]string{"panic": "crashed", "timeout": "timed out", "other": "internal error"} {
+		task := sendText(t, m.URL+"/agents/failing", text)
+		require.Equal(t, a2a.StateFailed, task.Status.State, text)
+		require.NotNil(t, task.Status.Message, text)
+		got := task.Status.Message.Text()
+		assert.Contains(t, got, kind, text)
+		for _, leak := range []string{"hunter2", "secret", ".go:", "goroutine"} {
+			assert.NotContains(t, got, leak, text)
+		}
+	}
 }

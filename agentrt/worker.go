@@ -302,18 +302,40 @@ var (
 func (w *Worker) runAgent(ctx context.Context, req *Request, wr EventWriter) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("agent panicked: %v", r)
+			err = agentPanic{r}
 		}
 	}()
 	return w.Agent.Run(ctx, req, wr)
 }
 
+// agentPanic is a panic of the agent, recovered.
+type agentPanic struct{ v any }
+
+func (p agentPanic) Error() string { return fmt.Sprintf("agent panicked: %v", p.v) }
+
+// PublicError is an agent error whose message the client may see; any
+// other error reaches the client only as its kind (see failureText).
+type PublicError interface {
+	error
+	PublicMessage() string
+}
+
 // failureText is what a client sees of an agent error: its kind, never its
-// internal text.
+// internal text (which goes to the log with the task id). An error
+// implementing PublicError speaks for itself.
 func failureText(err error) string {
-	var pub interface{ PublicMessage() string }
+	var pub PublicError
 	if errors.As(err, &pub) {
 		return pub.PublicMessage()
+	}
+	var p agentPanic
+	switch {
+	case errors.As(err, &p):
+		return "the agent failed while processing the task (it crashed)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the agent failed while processing the task (an operation it waited on timed out)"
+	case errors.Is(err, context.Canceled):
+		return "the agent failed while processing the task (an operation it waited on was canceled)"
 	}
 	return "the agent failed while processing the task (internal error)"
 }
