@@ -1,10 +1,227 @@
 package edge
 
-import "net/http"
+import (
+	"math"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+	"weak"
 
-// Limits bounds what each principal may ask of the edge.
-type Limits struct{}
+	"github.com/a2amesh/a2amesh/a2a"
+)
+
+// Limits bounds what each principal may ask of the edge: a token bucket
+// per principal refills at Rate calls per second up to Burst. A JSON-RPC
+// call takes one token when it arrives, after authentication and before
+// its body is read; a stream (SendStreamingMessage, SubscribeToTask) is one
+// call when opened, however long it then runs. Cards, /agents and /healthz
+// are not limited.
+//
+// The principal is the authenticated one; without auth it is the client's
+// IP address as the connection shows it (X-Forwarded-For is not trusted: a
+// client could name any address in it). Behind a proxy or load balancer
+// without auth, every client is then the proxy's one address: enable auth,
+// or limit at the proxy.
+//
+// Each edge limits on its own: N edges behind a load balancer let a
+// principal through at up to N×Rate.
+type Limits struct {
+	// Rate is the sustained calls per second allowed per principal; 0 (the
+	// default) turns limiting off.
+	Rate float64
+	// Burst is how many calls a principal may make at once after being
+	// idle (default: 2×Rate, at least 1).
+	Burst int
+	// MaxPrincipals bounds how many principals' buckets are kept (default
+	// 10 000): an idle principal's bucket refills to full and is then
+	// dropped (a full bucket and no bucket are the same), and past the
+	// bound the least recently seen of a small sample is dropped, which can
+	// only hand that principal a fresh burst early.
+	MaxPrincipals int
+}
+
+// codeRateLimited is the JSON-RPC error code of a 429 answer: an
+// implementation-defined server error (-32000..-32099), distinct from
+// -32000 (busy, unauthenticated) so a client can tell "slow down" apart.
+const codeRateLimited = -32029
+
+const (
+	defaultMaxPrincipals = 10_000
+	// evictSample is how many buckets are looked at to pick one to drop
+	// when the table is full of active principals.
+	evictSample = 8
+	// sweepEvery spaces the scans that drop full (idle) buckets.
+	sweepEvery = time.Minute
+)
+
+// limiter is a set of token buckets keyed by principal.
+type limiter struct {
+	rate  float64 // tokens per second
+	burst float64
+	max   int
+	now   func() time.Time
+
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+type bucket struct {
+	tokens float64   // tokens at last
+	last   time.Time // when tokens was computed
+}
+
+// newLimiter returns nil (no limiting) for a zero or negative rate.
+func newLimiter(l Limits, now func() time.Time) *limiter {
+	if !(l.Rate > 0) || math.IsInf(l.Rate, 0) {
+		return nil
+	}
+	burst := l.Burst
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(2*l.Rate)))
+	}
+	maxP := l.MaxPrincipals
+	if maxP <= 0 {
+		maxP = defaultMaxPrincipals
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &limiter{rate: l.Rate, burst: float64(burst), max: maxP, now: now,
+		buckets: map[string]*bucket{}, lastSweep: now()}
+}
+
+// take takes one token from key's bucket. When none is left it takes
+// nothing and says how long until one will be.
+func (l *limiter) take(key string) (ok bool, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if now.Sub(l.lastSweep) >= sweepEvery {
+		l.sweep(now)
+	}
+	b := l.buckets[key]
+	if b == nil {
+		if len(l.buckets) >= l.max {
+			l.makeRoom(now)
+		}
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	} else {
+		b.tokens = l.level(b, now)
+		b.last = now
+	}
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+}
+
+// level is b's token count at now.
+func (l *limiter) level(b *bucket, now time.Time) float64 {
+	el := now.Sub(b.last).Seconds()
+	if el < 0 { // the clock stepped back: refill nothing
+		el = 0
+	}
+	return math.Min(l.burst, b.tokens+el*l.rate)
+}
+
+// sweep drops every bucket that has refilled to full.
+func (l *limiter) sweep(now time.Time) {
+	l.lastSweep = now
+	for k, b := range l.buckets {
+		if l.level(b, now) >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// makeRoom frees at least one slot: full buckets first (at most one scan
+// per second, so a flood of new principals does not scan every call), else
+// the least recently seen of a few (map order is random in Go).
+func (l *limiter) makeRoom(now time.Time) {
+	if now.Sub(l.lastSweep) >= time.Second {
+		l.sweep(now)
+		if len(l.buckets) < l.max {
+			return
+		}
+	}
+	var (
+		victim string
+		oldest time.Time
+		n      int
+	)
+	for k, b := range l.buckets {
+		if n == 0 || b.last.Before(oldest) {
+			victim, oldest = k, b.last
+		}
+		if n++; n >= evictSample {
+			break
+		}
+	}
+	delete(l.buckets, victim)
+}
+
+// size is the number of buckets held.
+func (l *limiter) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
+
+// limitKey is the bucket of a call: the principal, else the client IP.
+func limitKey(r *http.Request, principal string) string {
+	if principal != "" {
+		return "p:" + principal
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "ip:" + host
+}
 
 // allow reports whether principal may make another call now. When it may
-// not, it has answered the request (HTTP 429 with Retry-After).
-func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string) bool { return true }
+// not, it has answered the request: HTTP 429 with Retry-After (whole
+// seconds, at least 1) and a JSON-RPC error with id null, before the body
+// is read.
+func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string) bool {
+	lim := e.rateLimiter()
+	if lim == nil {
+		return true
+	}
+	ok, wait := lim.take(limitKey(r, principal))
+	if ok {
+		return true
+	}
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeJSON(w, http.StatusTooManyRequests, a2a.NewError(nil, &a2a.Error{
+		Code: codeRateLimited, Message: "Rate limit exceeded: retry after " + strconv.Itoa(secs) + "s"}))
+	return false
+}
+
+// limiters holds each rate-limited Edge's buckets, keyed weakly so an Edge
+// that is dropped takes its buckets with it. (State of the Edge kept beside
+// it rather than in it, so limiting stays in this file.)
+var limiters sync.Map // weak.Pointer[Edge] -> *limiter
+
+// rateLimiter returns the edge's limiter, nil when calls are not limited.
+func (e *Edge) rateLimiter() *limiter {
+	if !(e.cfg.Limits.Rate > 0) {
+		return nil
+	}
+	k := weak.Make(e)
+	if v, ok := limiters.Load(k); ok {
+		return v.(*limiter)
+	}
+	v, loaded := limiters.LoadOrStore(k, newLimiter(e.cfg.Limits, nil))
+	if !loaded {
+		runtime.AddCleanup(e, func(k weak.Pointer[Edge]) { limiters.Delete(k) }, k)
+	}
+	return v.(*limiter)
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,8 @@ type edgeFlags struct {
 	keepAlive, idemWindow                 *time.Duration
 	strictCards                           *bool
 	authFile                              *string
+	rateLimit                             *float64
+	rateBurst                             *int
 }
 
 func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
@@ -28,6 +31,12 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		idemWindow:   fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
 		strictCards:  fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
 		authFile:     fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines; each secret works as x-api-key or Authorization: Bearer (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
+		// Rate limiting is off by default, for dev and edge alike: without
+		// auth every client behind one NAT, proxy or ingress is one IP and
+		// would share one bucket, and load tests (bench) drive an edge from
+		// one host; the rate a principal deserves is the operator's call.
+		rateLimit: fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
+		rateBurst: fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
 	}
 }
 
@@ -44,12 +53,24 @@ func (f *edgeFlags) config() (edge.Config, error) {
 	if *f.cors != "" {
 		c.CORSOrigins = strings.Split(*f.cors, ",")
 	}
+	if *f.rateLimit < 0 || *f.rateBurst < 0 {
+		return c, fmt.Errorf("--rate-limit and --rate-burst must not be negative")
+	}
+	c.Limits = edge.Limits{Rate: *f.rateLimit, Burst: *f.rateBurst}
 	auth, err := loadAuth(*f.authFile, os.Getenv("A2AMESH_API_KEYS"))
 	if err != nil {
 		return c, err
 	}
 	c.Auth = auth
 	return c, nil
+}
+
+// envFloat reads a number from the environment, def when unset or bad.
+func envFloat(key string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(key), 64); err == nil {
+		return v
+	}
+	return def
 }
 
 // loadAuth builds the edge's credential table from a file and/or an
