@@ -101,6 +101,7 @@ func (e *Edge) routes() {
 	e.mux.HandleFunc("POST /a2a", e.serveRPC)
 	e.mux.HandleFunc("POST /a2a/{$}", e.serveRPC)
 	e.mux.HandleFunc("POST /{$}", e.serveRPC)
+	e.mux.HandleFunc("GET /.well-known/jwks.json", e.serveJWKS) // push signatures (push.go)
 	e.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))

@@ -158,7 +158,7 @@ func (e *Edge) dispatch(c *call) {
 	case a2a.OpSubscribe:
 		err = e.subscribe(c)
 	case a2a.OpPushSet, a2a.OpPushGet, a2a.OpPushList, a2a.OpPushDelete:
-		err = a2a.ErrPushNotificationNotSupported
+		result, err = e.pushConfigCall(c) // push.go
 	case a2a.OpExtendedCard:
 		err = a2a.ErrExtendedCardNotConfigured
 	default:

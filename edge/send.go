@@ -62,7 +62,10 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 			cfg.AcceptedOutputModes, c.agent, card.DefaultOutputModes)
 	}
 	if cfg := p.params.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
-		return nil, a2a.ErrPushNotificationNotSupported
+		// push: validated here, stored by enqueue (push.go)
+		if err := e.checkSendPush(c, cfg.TaskPushNotificationConfig); err != nil {
+			return nil, err
+		}
 	}
 	if msg.TaskID != "" && !bus.ValidToken(msg.TaskID) {
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(msg.TaskID, 64))
@@ -255,6 +258,10 @@ func (e *Edge) workItem(c *call, p *sendPlan, rec *bus.TaskRecord) *bus.WorkItem
 func (e *Edge) enqueue(ctx context.Context, c *call, p *sendPlan) error {
 	if p.item == nil {
 		return nil
+	}
+	// push: the send's push config, stored before the agent runs (push.go)
+	if err := e.storeSendPush(ctx, c, p); err != nil {
+		return err
 	}
 	err := e.bus.Enqueue(ctx, p.item, p.msgID, nats.Header{})
 	if errors.Is(err, bus.ErrQueueFull) {

@@ -143,7 +143,12 @@ func runEdge(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
-	srv := edge.NewServer(edge.New(cfg), log)
+	e := edge.New(cfg)
+	if err := e.Start(rctx); err != nil { // push delivery, until shutdown
+		return err
+	}
+	defer func() { stopTable(); e.Wait() }()
+	srv := edge.NewServer(e, log)
 	ln, err := net.Listen("tcp", *ef.listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen: %w", err)

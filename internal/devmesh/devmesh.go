@@ -141,6 +141,16 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	ecfg := cfg.Edge
 	ecfg.Bus, ecfg.Registry, ecfg.Logger = m.bus, table, cfg.Logger
 	e := edge.New(ecfg)
+	// The edge's background work (push delivery), stopped with the mesh.
+	if err := e.Start(runCtx); err != nil {
+		return nil, err
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		<-runCtx.Done()
+		e.Wait()
+	}()
 	m.http = edge.NewServer(e, cfg.Logger)
 	m.wg.Add(1)
 	go func() {
