@@ -19,6 +19,40 @@ type edgeFlags struct {
 	authFile                              *string
 	rateLimit                             *float64
 	rateBurst                             *int
+	push                                  *pushFlags
+}
+
+// pushFlags configure push-notification delivery.
+type pushFlags struct {
+	on                  *bool
+	trusted, signingKey *string
+	attempts            *int
+	backoff, timeout    *time.Duration
+}
+
+func addPushFlags(fs *flag.FlagSet) *pushFlags {
+	return &pushFlags{
+		on:         fs.Bool("push", os.Getenv("A2AMESH_PUSH") == "true", "deliver push notifications (webhooks), durably through JetStream; cards then advertise pushNotifications (env A2AMESH_PUSH)"),
+		trusted:    fs.String("push-trusted", envOr("A2AMESH_PUSH_TRUSTED", ""), "comma-separated webhook receivers allowed although private or loopback: IPs, CIDRs, host names or host:port (env A2AMESH_PUSH_TRUSTED; default: public addresses only)"),
+		signingKey: fs.String("push-signing-key", envOr("A2AMESH_PUSH_SIGNING_KEY", ""), "PEM file of the ECDSA P-256 key push notifications are signed with, the same on every edge (env A2AMESH_PUSH_SIGNING_KEY; default: one generated once and kept in NATS, bucket A2A_PUSH_KEYS)"),
+		attempts:   fs.Int("push-attempts", envInt("A2AMESH_PUSH_ATTEMPTS", 6), "POSTs of one notification before giving up (env A2AMESH_PUSH_ATTEMPTS)"),
+		backoff:    fs.Duration("push-backoff", envDuration("A2AMESH_PUSH_BACKOFF", time.Second), "delay before the first retry of a notification, doubling each time up to 1m (env A2AMESH_PUSH_BACKOFF)"),
+		timeout:    fs.Duration("push-timeout", envDuration("A2AMESH_PUSH_TIMEOUT", 10*time.Second), "bound of one webhook POST (env A2AMESH_PUSH_TIMEOUT)"),
+	}
+}
+
+func (f *pushFlags) config() (edge.PushConfig, error) {
+	c := edge.PushConfig{Enabled: *f.on, SigningKeyFile: *f.signingKey, MaxAttempts: *f.attempts,
+		Backoff: *f.backoff, Timeout: *f.timeout}
+	for _, s := range strings.Split(*f.trusted, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.Trusted = append(c.Trusted, s)
+		}
+	}
+	if c.MaxAttempts < 1 || c.Backoff <= 0 || c.Timeout <= 0 {
+		return c, fmt.Errorf("--push-attempts, --push-backoff and --push-timeout must be positive")
+	}
+	return c, nil
 }
 
 func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
@@ -37,6 +71,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		// one host; the rate a principal deserves is the operator's call.
 		rateLimit: fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
 		rateBurst: fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
+		push:      addPushFlags(fs),
 	}
 }
 
@@ -57,6 +92,11 @@ func (f *edgeFlags) config() (edge.Config, error) {
 		return c, fmt.Errorf("--rate-limit and --rate-burst must not be negative")
 	}
 	c.Limits = edge.Limits{Rate: *f.rateLimit, Burst: *f.rateBurst}
+	push, err := f.push.config()
+	if err != nil {
+		return c, err
+	}
+	c.Push = push
 	auth, err := loadAuth(*f.authFile, os.Getenv("A2AMESH_API_KEYS"))
 	if err != nil {
 		return c, err
