@@ -38,6 +38,16 @@ import (
 //     receivers), retrying with exponential backoff a bounded number of
 //     times (push_deliver.go).
 //
+// What is delivered: every event of the task's log after the config was set
+// (status and artifact updates, agent messages), not the task's creation
+// entry nor the user's own turns, which a stream does not show either.
+//
+// Order: jobs are queued in log order, and one edge delivers the jobs of a
+// task it holds one at a time, in order. A retried notification can be
+// overtaken by later ones of the same task, as can jobs of one task taken
+// by two edges: receivers should order by status timestamp, or GetTask.
+// Delivery is at least once (a receiver may see a notification twice).
+//
 // Each POST carries:
 //   - the event as a StreamResponse (1.0) or the 0.3 result shape;
 //   - X-A2A-Notification-Token: the config's token, from either shape
@@ -523,13 +533,27 @@ func (c *call) encodePushConfig(cfg a2a.TaskPushNotificationConfig, withCredenti
 // ---- a config inside a send ----
 
 // checkSendPush validates the push config of a send before the send records
-// anything.
-func (e *Edge) checkSendPush(c *call, cfg *a2a.TaskPushNotificationConfig) error {
+// anything, including the per-task limit when it continues task taskID.
+func (e *Edge) checkSendPush(ctx context.Context, c *call, taskID string, cfg *a2a.TaskPushNotificationConfig) error {
 	st := e.push()
 	if st == nil || !st.running.Load() {
 		return a2a.ErrPushNotificationNotSupported
 	}
-	return st.validatePushConfig(cfg)
+	if err := st.validatePushConfig(cfg); err != nil {
+		return err
+	}
+	if taskID == "" {
+		return nil
+	}
+	existing, err := st.store.List(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if len(existing) >= st.cfg.MaxConfigsPerTask {
+		return a2a.ErrInvalidParams.With("Invalid parameters: task %s already has %d push notification configs (the limit); delete one first",
+			trunc(taskID, 64), len(existing))
+	}
+	return nil
 }
 
 // storeSendPush stores the push config of a send once its turn is recorded

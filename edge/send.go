@@ -63,7 +63,7 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 	}
 	if cfg := p.params.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
 		// push: validated here, stored by enqueue (push.go)
-		if err := e.checkSendPush(c, cfg.TaskPushNotificationConfig); err != nil {
+		if err := e.checkSendPush(ctx, c, msg.TaskID, cfg.TaskPushNotificationConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -259,8 +259,12 @@ func (e *Edge) enqueue(ctx context.Context, c *call, p *sendPlan) error {
 	if p.item == nil {
 		return nil
 	}
-	// push: the send's push config, stored before the agent runs (push.go)
+	// push: the send's push config, stored before the agent runs (push.go);
+	// if that fails the turn must not stay recorded but never run
 	if err := e.storeSendPush(ctx, c, p); err != nil {
+		_, _, _ = e.bus.UpdateTask(ctx, p.rec.Task.ID, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
+			return statusEvent(cur, a2a.StateFailed, "the push notification config could not be stored"), nil
+		})
 		return err
 	}
 	err := e.bus.Enqueue(ctx, p.item, p.msgID, nats.Header{})

@@ -321,6 +321,11 @@ func TestPushRefusals(t *testing.T) {
 		m.ok(t, "/agents/ask", "CreateTaskPushNotificationConfig", map[string]any{"taskId": tk.ID, "url": rcv.URL + "/lim"})
 	}
 	m.fails(t, "/agents/ask", "CreateTaskPushNotificationConfig", map[string]any{"taskId": tk.ID, "url": rcv.URL + "/lim"}, -32602)
+	// A continuing send with one more config is refused before its turn
+	// is recorded: the task still takes the next turn.
+	m.fails(t, "/agents/ask", "SendMessage", sendParams(inTask(v10.msg("Bob"), tk.ID, tk.ContextID),
+		map[string]any{"taskPushNotificationConfig": map[string]any{"url": rcv.URL + "/lim"}}), -32602)
+	require.Equal(t, v10.inputRequired, decodeTask(t, m.ok(t, "/agents/ask", "GetTask", map[string]any{"id": tk.ID})).Status.State)
 
 	m.ok(t, "/agents/ask", "SendMessage", sendParams(inTask(v10.msg("Ada"), tk.ID, tk.ContextID), nil))
 	rcv.waitState(t, v10, "/lim", tk.ID, v10.completed)
