@@ -34,6 +34,13 @@ type Config struct {
 	MaxDeliver int
 	// RegistryTTL is how long an agent card stays without a heartbeat.
 	RegistryTTL time.Duration
+	// MaxTasks bounds the tasks kept: past it the least recently changed
+	// are evicted whole and read as not found (retention.go).
+	MaxTasks int64
+	// MaxTaskEvents bounds one task's log; further appends fail.
+	MaxTaskEvents int64
+	// MaxEvents bounds the events of all tasks (default 32×MaxTasks).
+	MaxEvents int64
 }
 
 // DefaultConfig is the layout used when a field is left zero.
@@ -46,6 +53,8 @@ var DefaultConfig = Config{
 	AckWait:         10 * time.Second,
 	MaxDeliver:      5,
 	RegistryTTL:     10 * time.Second,
+	MaxTasks:        DefaultMaxTasks,
+	MaxTaskEvents:   DefaultMaxTaskEvents,
 }
 
 func (c Config) withDefaults() Config {
@@ -74,6 +83,16 @@ func (c Config) withDefaults() Config {
 	if c.RegistryTTL > 0 {
 		d.RegistryTTL = c.RegistryTTL
 	}
+	if c.MaxTasks > 0 {
+		d.MaxTasks = c.MaxTasks
+	}
+	if c.MaxTaskEvents > 0 {
+		d.MaxTaskEvents = c.MaxTaskEvents
+	}
+	d.MaxEvents = c.MaxEvents
+	if d.MaxEvents <= 0 {
+		d.MaxEvents = d.MaxTasks * eventsPerTask
+	}
 	return d
 }
 
@@ -101,6 +120,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
+	go b.retain()
 	return b, nil
 }
 
@@ -126,6 +146,12 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 		AllowDirect: true,
+		// Refuse rather than drop (retention.go): a full log fails its
+		// task's next append; Trim keeps the stream below MaxEvents.
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+		MaxMsgsPerSubject:    c.MaxTaskEvents,
+		MaxMsgs:              c.MaxEvents,
 	}, {
 		Name:        StreamDead,
 		Description: "a2amesh: work items that exhausted their deliveries",
@@ -163,6 +189,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 			return fmt.Errorf("bus: bucket %s: %w", k.cfg.Bucket, err)
 		}
 		*k.dst = kv
+	}
+	if err := b.applyTaskLimits(ctx); err != nil {
+		return fmt.Errorf("bus: bucket %s: %w", BucketTasks, err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
@@ -126,4 +127,39 @@ func TestLimitByClientAddressWithoutAuth(t *testing.T) {
 	requireRateLimited(t, m.postLimited(t, "/agents/echo", body, map[string]string{"X-Forwarded-For": "203.0.113.7"}))
 	code, _, _ := m.getJSON(t, "/.well-known/agent-card.json", nil)
 	assert.Equal(t, http.StatusOK, code)
+}
+
+// Past MaxTasks the least recently changed tasks are evicted whole: the
+// edge answers -32001 for them, in both versions, and serves the rest.
+func TestRetentionEvictedTaskIsNotFound(t *testing.T) {
+	const maxTasks, n = 5, 12
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus.MaxTasks = maxTasks }))
+	ids := make([]string, n)
+	for i := range ids {
+		tk := v10.sendTask(t, m.ok(t, "/agents/echo", "SendMessage", sendParams(v10.msg("keep "+strconv.Itoa(i)), nil)))
+		require.Equal(t, v10.completed, tk.Status.State)
+		ids[i] = tk.ID
+		ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
+		_, err := m.Bus().Trim(ctx) // what every process does every few seconds
+		cancel()
+		require.NoError(t, err)
+	}
+	for i, id := range ids {
+		if i < n-(maxTasks-1) {
+			m.fails(t, "/agents/echo", "GetTask", map[string]any{"id": id}, -32001)
+			m.fails(t, "/agents/echo", "tasks/get", map[string]any{"id": id}, -32001)
+			m.fails(t, "/agents/echo", "SendMessage", sendParams(inTask(v10.msg("more"), id, ""), nil), -32001)
+			continue
+		}
+		tk := m.getTask(t, v10, "/agents/echo", id, nil)
+		assert.Equal(t, v10.completed, tk.Status.State)
+		assert.Equal(t, "keep "+strconv.Itoa(i), tk.artifactText())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
+	defer cancel()
+	kv, err := m.Bus().JetStream().Stream(ctx, "KV_"+bus.BucketTasks)
+	require.NoError(t, err)
+	info, err := kv.Info(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, info.State.Msgs, uint64(maxTasks-1), "snapshots kept")
 }

@@ -24,6 +24,7 @@ func runDev(ctx context.Context, args []string) error {
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
 	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", 10*time.Second), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
+	maxTasks := fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed (env A2AMESH_MAX_TASKS)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -40,7 +41,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg := devmesh.Config{
 		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log,
-		Bus: bus.Config{AckWait: *ackWait, Retention: *retention},
+		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, MaxTasks: *maxTasks},
 	}
 	m, err := devmesh.Start(ctx, cfg)
 	if err != nil {

@@ -68,6 +68,8 @@ func runNATS(ctx context.Context, args []string) error {
 type natsFlags struct {
 	url, creds, token, ca, cert, key *string
 	replicas                         *int
+	retention                        *time.Duration
+	maxTasks                         *int64
 }
 
 func addNATSFlags(fs *flag.FlagSet) *natsFlags {
@@ -79,6 +81,10 @@ func addNATSFlags(fs *flag.FlagSet) *natsFlags {
 		cert:     fs.String("nats-cert", envOr("NATS_CERT", ""), "client certificate for mutual TLS (env NATS_CERT)"),
 		key:      fs.String("nats-key", envOr("NATS_KEY", ""), "client key for mutual TLS (env NATS_KEY)"),
 		replicas: fs.Int("replicas", envInt("A2AMESH_REPLICAS", 1), "replicas of every stream and bucket: 1, or 3 on a cluster (env A2AMESH_REPLICAS)"),
+		// Every process opening the bus configures the streams: give edges
+		// and workers the same retention, or the last one started wins.
+		retention: fs.Duration("retention", envDuration("A2AMESH_RETENTION", bus.DefaultConfig.Retention), "keep tasks this long after their last change; the same on every edge and worker (env A2AMESH_RETENTION)"),
+		maxTasks:  fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed; the same on every edge and worker (env A2AMESH_MAX_TASKS)"),
 	}
 }
 
@@ -92,7 +98,7 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) 
 	}
 	for attempt := 1; ; attempt++ {
 		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		b, err := bus.Open(octx, nc, bus.Config{Replicas: *f.replicas})
+		b, err := bus.Open(octx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
 		cancel()
 		if err == nil {
 			return b, func() { _ = nc.Drain() }, nil
@@ -311,6 +317,16 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("address %q: bad port", addr)
 	}
 	return host, port, nil
+}
+
+func envInt64(key string, def int64) int64 {
+	var v int64
+	if s := os.Getenv(key); s != "" {
+		if _, err := fmt.Sscan(s, &v); err == nil {
+			return v
+		}
+	}
+	return def
 }
 
 func envInt(key string, def int) int {

@@ -1,0 +1,274 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Retention: how long and how many tasks the mesh keeps, so its disk stays
+// flat however long it runs.
+//
+// By age (Config.Retention): a snapshot lives that long after it was last
+// stored (the bucket's TTL), an event that long after it was appended (the
+// events stream's MaxAge). The last event and the last snapshot of a task
+// are written together, so a task goes whole, Retention after its last
+// change.
+//
+// By count: the mesh keeps at most Config.MaxTasks task snapshots and
+// Config.MaxEvents events, and one task's log holds at most
+// Config.MaxTaskEvents events.
+//
+//   - The snapshot bucket's stream holds at most MaxTasks messages (one
+//     per task), dropping the oldest (DiscardOld). A snapshot is stored
+//     again at every state change (and every few events while an agent
+//     runs), so the oldest is the task changed least recently.
+//   - Every process that opens the bus trims (Trim, every few seconds):
+//     while the bucket is over 90% of MaxTasks or the events stream over
+//     90% of MaxEvents, it evicts the least recently changed task whole —
+//     first its log (and push configs), then its snapshot — so an evicted
+//     task is not found (-32001 at the edge): counting never leaves a
+//     snapshot with a broken log, nor a log without its beginning.
+//   - The events stream refuses rather than drops (DiscardNew): an event is
+//     never lost from the middle or the start of a live task's log. At
+//     MaxTaskEvents a task's further appends fail ("maximum messages per
+//     subject exceeded"; IsTaskLogFull), the task stays as its last
+//     recorded event left it, readable, until it ages out or is evicted.
+//     Should the trimmer fall behind and the stream reach MaxEvents, new
+//     events are refused until it catches up.
+//   - Should tasks be created faster than the trimmer evicts and the bucket
+//     reach MaxTasks, the server drops the oldest snapshots itself, leaving
+//     their logs: such a task still reads consistently (its whole log is
+//     folded again) until the trimmer sweeps orphaned logs or they age out.
+//
+// Eviction takes the least recently changed task whatever its state: keep
+// MaxTasks well above the tasks queued or running at once (the default is
+// ten times the work queue's bound).
+
+// Defaults of the count bounds.
+const (
+	DefaultMaxTasks      = 1_000_000
+	DefaultMaxTaskEvents = 10_000
+	// eventsPerTask sizes the default MaxEvents: an average task's log
+	// (submitted, working, a few artifacts, final) is well under it.
+	eventsPerTask = 32
+)
+
+const (
+	// trimEvery spaces the trimming passes of each process.
+	trimEvery = 5 * time.Second
+	// trimBatch bounds the tasks one pass evicts.
+	trimBatch = 10_000
+	// orphanScan bounds the events one pass looks at for orphaned logs.
+	orphanScan = 1_000
+)
+
+// orphanGrace is how old a log without a snapshot must be before it is
+// swept: a creator stores the snapshot right after the first event.
+var orphanGrace atomic.Int64
+
+func init() { orphanGrace.Store(int64(time.Minute)) }
+
+// kvStreamName is the stream underlying the task bucket.
+const kvStreamName = "KV_" + BucketTasks
+
+// lowWater is the level trimming brings a bound down to: 90%, and at
+// least one below the bound.
+func lowWater(limit int64) uint64 { return uint64(max(0, limit-max(1, limit/10))) }
+
+// applyTaskLimits sets the count bound on the snapshot bucket's stream,
+// which the KV API does not expose.
+func (b *Bus) applyTaskLimits(ctx context.Context) error {
+	s, err := b.js.Stream(ctx, kvStreamName)
+	if err != nil {
+		return err
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.MaxMsgs == b.cfg.MaxTasks && cfg.Discard == jetstream.DiscardOld {
+		return nil
+	}
+	cfg.MaxMsgs, cfg.Discard = b.cfg.MaxTasks, jetstream.DiscardOld
+	_, err = b.js.UpdateStream(ctx, cfg)
+	return err
+}
+
+// IsTaskLogFull reports an append refused because the task's log holds
+// Config.MaxTaskEvents events.
+func IsTaskLogFull(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum messages per subject")
+}
+
+// retain trims every trimEvery until the bus's connection closes or drains.
+// The wait is a subscription nobody publishes to: closing the connection
+// ends it at once, so nothing outlives the connection.
+func (b *Bus) retain() {
+	sub, err := b.nc.SubscribeSync(nats.NewInbox())
+	if err != nil {
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for {
+		if _, err := sub.NextMsg(trimEvery); !errors.Is(err, nats.ErrTimeout) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), trimEvery)
+		_, _ = b.Trim(ctx)
+		cancel()
+	}
+}
+
+// Trim enforces the count bounds once: while the snapshots or the events
+// are over 90% of their bound, it sweeps orphaned logs and evicts the least
+// recently changed tasks whole. It returns how many tasks it removed. Every
+// process opening the bus runs it every few seconds; running it from
+// several at once is safe.
+func (b *Bus) Trim(ctx context.Context) (int, error) {
+	kvs, err := b.js.Stream(ctx, kvStreamName)
+	if err != nil {
+		return 0, err
+	}
+	taskLow, eventLow := lowWater(b.cfg.MaxTasks), lowWater(b.cfg.MaxEvents)
+	// over reads both levels; snaps is the number of snapshots held and
+	// first the sequence of the oldest.
+	over := func() (tasks, events bool, snaps, first uint64, err error) {
+		ki, err := kvs.Info(ctx)
+		if err != nil {
+			return false, false, 0, 0, err
+		}
+		ei, err := b.events.Info(ctx)
+		if err != nil {
+			return false, false, 0, 0, err
+		}
+		return ki.State.Msgs > taskLow, ei.State.Msgs > eventLow, ki.State.Msgs, ki.State.FirstSeq, nil
+	}
+	tasksOver, eventsOver, _, _, err := over()
+	if err != nil || !tasksOver && !eventsOver {
+		return 0, err
+	}
+	removed := 0
+	if eventsOver {
+		n, err := b.sweepOrphans(ctx)
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+	}
+	// Push configs of an evicted task go with it (the bucket exists only
+	// where push is on).
+	push, err := b.js.Stream(ctx, "KV_"+BucketPush)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return removed, err
+		}
+		push = nil
+	}
+	repaired := map[string]bool{}
+	for i := 0; i < trimBatch; i++ {
+		tasksOver, eventsOver, snaps, first, err := over()
+		if err != nil || !tasksOver && !eventsOver || snaps == 0 {
+			// (No snapshot left: the events are live or young orphans.)
+			return removed, err
+		}
+		m, err := kvs.GetMsg(ctx, first, jetstream.WithGetMsgSubject(snapshotSubject(">")))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // evicted by another process meanwhile: look again
+		}
+		if err != nil {
+			return removed, err
+		}
+		id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
+		evicted, err := b.evict(ctx, kvs, push, id, m, repaired)
+		if err != nil {
+			return removed, err
+		}
+		if evicted {
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// evict removes task id, whose snapshot m is the oldest, log first. A
+// snapshot behind its log (a writer died between the two) is brought up to
+// date instead, which moves it to the back; evict takes it if it comes
+// round again in the same pass.
+func (b *Bus) evict(ctx context.Context, kvs, push jetstream.Stream, id string, m *jetstream.RawStreamMsg, repaired map[string]bool) (bool, error) {
+	var rec TaskRecord
+	_ = json.Unmarshal(m.Data, &rec) // undecodable: LastSeq 0, evicted
+	if !repaired[id] && ValidToken(id) {
+		last, err := b.events.GetLastMsgForSubject(ctx, EventsSubject(id))
+		if err == nil && last.Sequence > rec.LastSeq {
+			repaired[id] = true
+			if _, err := b.LoadTask(ctx, id); err == nil {
+				return false, nil
+			}
+		}
+	}
+	if ValidToken(id) {
+		if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(EventsSubject(id))); err != nil {
+			return false, err
+		}
+		if push != nil {
+			if err := push.Purge(ctx, jetstream.WithPurgeSubject("$KV."+BucketPush+"."+id+".>")); err != nil {
+				return false, err
+			}
+		}
+	}
+	// Only the snapshot judged here: one stored since (a writer racing the
+	// eviction) stays, and reads consistently without the log.
+	err := kvs.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1))
+	return err == nil, err
+}
+
+// sweepOrphans removes logs at the front of the events stream whose task
+// has no snapshot (the bucket dropped it at its bound, or its creator died
+// before storing it) and that nobody has written to for orphanGrace.
+func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
+	ei, err := b.events.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	grace := time.Duration(orphanGrace.Load())
+	seen := map[string]bool{}
+	removed := 0
+	seq := ei.State.FirstSeq
+	for n := 0; n < orphanScan; n++ {
+		m, err := b.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subjEventsPrefix+"*"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return removed, nil
+		}
+		if err != nil {
+			return removed, err
+		}
+		seq = m.Sequence + 1
+		if time.Since(m.Time) < grace {
+			return removed, nil // the rest is younger still
+		}
+		id := strings.TrimPrefix(m.Subject, subjEventsPrefix)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if _, err := b.tasks.Get(ctx, id); err == nil {
+			continue
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return removed, err
+		}
+		last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
+		if err != nil || time.Since(last.Time) < grace {
+			continue
+		}
+		if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject)); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}

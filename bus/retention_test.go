@@ -1,0 +1,252 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// streamMsgs is the number of messages a stream holds.
+func streamMsgs(t *testing.T, b *Bus, name string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := b.js.Stream(ctx, name)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	return info.State.Msgs
+}
+
+func trim(t *testing.T, b *Bus) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := b.Trim(ctx)
+	require.NoError(t, err)
+	return n
+}
+
+// With the trimmer keeping up, the least recently changed tasks are
+// evicted whole and read as not found; the rest are intact; both the
+// bucket and the events stream stay within their bounds.
+func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
+	const maxTasks = 10 // trimming keeps 9
+	b := openTestBus(t, Config{MaxTasks: maxTasks, MaxTaskEvents: 8, MaxEvents: 100})
+	ctx := context.Background()
+
+	s, err := b.js.Stream(ctx, kvStreamName)
+	require.NoError(t, err)
+	assert.Equal(t, int64(maxTasks), s.CachedInfo().Config.MaxMsgs)
+	assert.Equal(t, jetstream.DiscardOld, s.CachedInfo().Config.Discard)
+	ec := b.events.CachedInfo().Config
+	assert.Equal(t, jetstream.DiscardNew, ec.Discard)
+	assert.True(t, ec.DiscardNewPerSubject)
+	assert.Equal(t, int64(8), ec.MaxMsgsPerSubject)
+	assert.Equal(t, int64(100), ec.MaxMsgs)
+
+	id := func(i int) string { return fmt.Sprintf("r%02d", i) }
+	create := func(i int) {
+		t.Helper()
+		_, err := b.CreateTask(ctx, newRecord(id(i)))
+		require.NoError(t, err)
+		trim(t, b)
+		require.LessOrEqual(t, streamMsgs(t, b, kvStreamName), uint64(maxTasks))
+	}
+	// Push configs (bucket A2A_PUSH, where push is on) go with their task.
+	push, err := b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: BucketPush, Storage: jetstream.FileStorage})
+	require.NoError(t, err)
+	_, err = push.Put(ctx, id(1)+".cfg1", []byte("{}"))
+	require.NoError(t, err)
+	_, err = push.Put(ctx, "other.cfg1", []byte("{}"))
+	require.NoError(t, err)
+	for i := 0; i < 6; i++ {
+		create(i)
+	}
+	// r00 changes after r01..r05: it is now the more recent.
+	_, _, err = b.UpdateTask(ctx, id(0), nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status(id(0), a2a.StateWorking), nil
+	})
+	require.NoError(t, err)
+	for i := 6; i < 14; i++ {
+		create(i)
+	}
+	// 9 kept: r00 and r06..r13.
+	for i := 0; i < 6; i++ {
+		_, err := b.LoadTask(ctx, id(i))
+		if i == 0 {
+			require.NoError(t, err, "r00 changed after r01..r05")
+		} else {
+			require.ErrorIs(t, err, ErrTaskNotFound, id(i))
+		}
+	}
+	_, err = push.Get(ctx, id(1)+".cfg1")
+	assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "r01's push config went with it")
+	_, err = push.Get(ctx, "other.cfg1")
+	assert.NoError(t, err)
+	for i := 14; i < 30; i++ {
+		create(i)
+	}
+
+	// The 9 most recently changed remain: r21..r29.
+	for i := 0; i < 30; i++ {
+		rec, err := b.LoadTask(ctx, id(i))
+		if i >= 21 {
+			require.NoError(t, err, id(i))
+			assert.Equal(t, id(i), rec.Task.ID)
+			assert.Equal(t, a2a.StateSubmitted, rec.Task.Status.State)
+			continue
+		}
+		require.ErrorIs(t, err, ErrTaskNotFound, "%s was evicted", id(i))
+		// An evicted task cannot be written to either.
+		_, _, err = b.UpdateTask(ctx, id(i), nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+			return status(id(i), a2a.StateWorking), nil
+		})
+		require.ErrorIs(t, err, ErrTaskNotFound)
+	}
+	assert.Equal(t, uint64(maxTasks-1), streamMsgs(t, b, kvStreamName))
+	assert.Equal(t, uint64(maxTasks-1), streamMsgs(t, b, StreamEvents), "one event per remaining task, no orphaned log")
+	list, err := b.ListTasks(ctx, func(*TaskRecord) bool { return true })
+	require.NoError(t, err)
+	assert.Len(t, list, maxTasks-1)
+
+	// The smallest bound: trimming leaves one below it.
+	b2 := openTestBus(t, Config{MaxTasks: 3})
+	for _, i := range []int{0, 1, 2} {
+		_, err := b2.CreateTask(ctx, newRecord(id(i)))
+		require.NoError(t, err)
+	}
+	_, _, err = b2.UpdateTask(ctx, id(0), nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status(id(0), a2a.StateWorking), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, trim(t, b2), "3 tasks, bound 3: trimming to 90% keeps 2")
+	_, err = b2.LoadTask(ctx, id(1))
+	assert.ErrorIs(t, err, ErrTaskNotFound, "r01 changed least recently")
+	for _, i := range []int{0, 2} {
+		_, err = b2.LoadTask(ctx, id(i))
+		assert.NoError(t, err, id(i))
+	}
+}
+
+// A task whose log reaches MaxTaskEvents gets a clean error on the next
+// append; its recorded state stays readable and other tasks go on.
+func TestRetentionTaskLogCap(t *testing.T) {
+	b := openTestBus(t, Config{MaxTaskEvents: 5})
+	ctx := context.Background()
+	_, err := b.CreateTask(ctx, newRecord("big"))
+	require.NoError(t, err)
+	working := func(id string) Mutation {
+		return func(*TaskRecord) (*a2a.StreamResponse, error) { return status(id, a2a.StateWorking), nil }
+	}
+	var last *TaskRecord
+	for i := 0; i < 4; i++ {
+		last, _, err = b.UpdateTask(ctx, "big", nil, working("big"))
+		require.NoError(t, err, "event %d of 5", i+2)
+	}
+	rec, ev, err := b.UpdateTask(ctx, "big", nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("big", a2a.StateCompleted), nil
+	})
+	require.Error(t, err, "the 6th event is refused")
+	assert.Nil(t, ev)
+	assert.True(t, IsTaskLogFull(err), "error: %v", err)
+	assert.False(t, errors.Is(err, ErrContention))
+	require.NotNil(t, rec)
+
+	got, err := b.LoadTask(ctx, "big")
+	require.NoError(t, err)
+	assert.Equal(t, a2a.StateWorking, got.Task.Status.State, "the task is as its last recorded event left it")
+	assert.Equal(t, last.LastSeq, got.LastSeq)
+	assert.Len(t, logStates(t, b, "big"), 4, "the log holds its 5 events (the first is the task)")
+
+	_, err = b.CreateTask(ctx, newRecord("small"))
+	require.NoError(t, err)
+	_, _, err = b.UpdateTask(ctx, "small", nil, working("small"))
+	require.NoError(t, err, "another task is not affected")
+	assert.False(t, IsTaskLogFull(ErrTaskNotFound))
+}
+
+// Tasks created faster than the trimmer runs push the bucket to its bound:
+// the server drops the oldest snapshots and leaves their logs. Every task
+// then still reads consistently or not at all, never broken, and a trim
+// sweeps the orphaned logs and brings both streams under their bounds.
+func TestRetentionBurstPastTheBound(t *testing.T) {
+	prev := orphanGrace.Load()
+	orphanGrace.Store(0)
+	t.Cleanup(func() { orphanGrace.Store(prev) })
+
+	const maxTasks, maxEvents, n = 10, 26, 25
+	b := openTestBus(t, Config{MaxTasks: maxTasks, MaxEvents: maxEvents})
+	ctx := context.Background()
+	id := func(i int) string { return fmt.Sprintf("b%02d", i) }
+	for i := 0; i < n; i++ {
+		_, err := b.CreateTask(ctx, newRecord(id(i)))
+		require.NoError(t, err)
+	}
+	require.Equal(t, uint64(maxTasks), streamMsgs(t, b, kvStreamName), "the bucket holds at most MaxTasks")
+	require.Equal(t, uint64(n), streamMsgs(t, b, StreamEvents))
+
+	consistent := func() int {
+		found := 0
+		for i := 0; i < n; i++ {
+			rec, err := b.LoadTask(ctx, id(i))
+			if errors.Is(err, ErrTaskNotFound) {
+				continue
+			}
+			require.NoError(t, err, id(i))
+			found++
+			assert.Equal(t, id(i), rec.Task.ID)
+			assert.Equal(t, "ctx-"+id(i), rec.Task.ContextID)
+			assert.Equal(t, a2a.StateSubmitted, rec.Task.Status.State)
+			assert.Equal(t, "echo", rec.Agent)
+			assert.Equal(t, "alice", rec.Owner)
+		}
+		return found
+	}
+	assert.Equal(t, n, consistent(), "an orphaned log is folded again: every task reads whole")
+	require.LessOrEqual(t, streamMsgs(t, b, kvStreamName), uint64(maxTasks))
+
+	removed := trim(t, b)
+	assert.Positive(t, removed)
+	assert.LessOrEqual(t, streamMsgs(t, b, kvStreamName), uint64(maxTasks-1))
+	assert.LessOrEqual(t, streamMsgs(t, b, StreamEvents), lowWater(maxEvents))
+	found := consistent()
+	assert.LessOrEqual(t, found, maxTasks)
+	assert.Positive(t, found)
+	// The newest task is among those kept.
+	_, err := b.LoadTask(ctx, id(n-1))
+	assert.NoError(t, err)
+}
+
+// Reopening the bus with other bounds updates the streams in place.
+func TestRetentionReopenUpdatesBounds(t *testing.T) {
+	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("retention-test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, cfg := range []Config{{}, {MaxTasks: 50, MaxTaskEvents: 7}, {}} {
+		b, err := Open(ctx, nc, cfg)
+		require.NoError(t, err)
+		want := cfg.withDefaults()
+		s, err := b.js.Stream(ctx, kvStreamName)
+		require.NoError(t, err)
+		assert.Equal(t, want.MaxTasks, s.CachedInfo().Config.MaxMsgs)
+		assert.Equal(t, jetstream.DiscardOld, s.CachedInfo().Config.Discard)
+		ei, err := b.events.Info(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want.MaxTaskEvents, ei.Config.MaxMsgsPerSubject)
+		assert.Equal(t, want.MaxTasks*eventsPerTask, ei.Config.MaxMsgs)
+	}
+	assert.Equal(t, int64(DefaultMaxTasks), DefaultConfig.MaxTasks)
+}
