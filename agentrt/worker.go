@@ -258,7 +258,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))) {
 			return
 		}
-	case runErr != nil && wr.writeFailed() != nil:
+	case runErr != nil && wr.writeFailed() != nil && !errors.Is(wr.writeFailed(), bus.ErrTaskLogFull):
 		// The bus, not the agent, failed (a NATS node lost, say): run the
 		// turn again once it is back rather than fail the task.
 		log.Warn("could not record the agent's events; the turn will run again", "err", wr.writeFailed())
@@ -282,6 +282,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 // acked with the task left working. It reports whether to ack.
 func (w *Worker) settle(log *slog.Logger, m jetstream.Msg, err error) bool {
 	if err == nil || errors.Is(err, ErrTaskClosed) {
+		return true
+	}
+	if errors.Is(err, bus.ErrTaskLogFull) {
+		// Running again would hit the same bound: the task stays as last
+		// recorded (until retention removes it).
+		log.Error("task reached the events-per-task limit; its final state could not be recorded", "err", err)
 		return true
 	}
 	log.Warn("could not record the task's final state; the turn will run again", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/a2amesh/a2amesh/a2a"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,20 @@ func (b *Bus) applyTaskLimits(ctx context.Context) error {
 	cfg.MaxMsgs, cfg.Discard = b.cfg.MaxTasks, jetstream.DiscardOld
 	_, err = b.js.UpdateStream(ctx, cfg)
 	return err
+}
+
+// Errors of an append refused by the retention bounds (see Config).
+var (
+	ErrTaskLogFull = a2a.ErrServerBusy.With("the task has reached the mesh's limit of events per task")
+	ErrStoreFull   = a2a.ErrServerBusy.With("the mesh's task store is full; retry later")
+)
+
+// isStoreFull reports an append refused because the events stream is at
+// its bound (DiscardNew).
+func isStoreFull(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (strings.Contains(apiErr.Description, "maximum messages exceeded") ||
+		strings.Contains(apiErr.Description, "maximum bytes exceeded"))
 }
 
 // IsTaskLogFull reports an append refused because the task's log holds

@@ -157,6 +157,8 @@ func TestRetentionTaskLogCap(t *testing.T) {
 	require.Error(t, err, "the 6th event is refused")
 	assert.Nil(t, ev)
 	assert.True(t, IsTaskLogFull(err), "error: %v", err)
+	assert.ErrorIs(t, err, ErrTaskLogFull)
+	assert.Equal(t, a2a.CodeServerBusy, a2a.AsError(err).Code, "a client sees a clear -32000")
 	assert.False(t, errors.Is(err, ErrContention))
 	require.NotNil(t, rec)
 

@@ -185,7 +185,8 @@ func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRec
 		at := a2a.FormatTime(m.Time)
 		if rec == nil {
 			if ev.Task == nil {
-				return nil, fmt.Errorf("bus: log of %s does not start with its task", id)
+				// The head of the log aged out (retention): the task is gone.
+				return nil, ErrTaskNotFound
 			}
 			rec = &TaskRecord{Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner), Created: at}
 		}
@@ -359,7 +360,12 @@ func (b *Bus) appendEvent(ctx context.Context, id string, ev *a2a.StreamResponse
 			return last.Sequence, nil
 		}
 	}
-	if err != nil {
+	switch {
+	case IsTaskLogFull(err):
+		return 0, fmt.Errorf("%w: %w", ErrTaskLogFull, err)
+	case isStoreFull(err):
+		return 0, fmt.Errorf("%w: %w", ErrStoreFull, err)
+	case err != nil:
 		return 0, err
 	}
 	return ack.Sequence, nil
