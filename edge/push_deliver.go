@@ -48,13 +48,28 @@ const (
 type pushIndex struct {
 	mu      sync.Mutex
 	tasks   map[string]map[string]uint64 // task id → config id → fromSeq
+	newest  map[string]time.Time         // task id → when its newest config was stored
 	applied uint64                       // last bucket revision applied
 	ready   bool                         // initial values applied
 	changed chan struct{}                // closed and replaced on every change
 }
 
 func newPushIndex() *pushIndex {
-	return &pushIndex{tasks: map[string]map[string]uint64{}, changed: make(chan struct{})}
+	return &pushIndex{tasks: map[string]map[string]uint64{}, newest: map[string]time.Time{}, changed: make(chan struct{})}
+}
+
+// expire forgets tasks whose newest config was stored before cutoff: the
+// bucket's TTL has removed their configs without a delete marker the
+// watcher would see, so the index would otherwise only grow.
+func (x *pushIndex) expire(cutoff time.Time) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for id, at := range x.newest {
+		if at.Before(cutoff) {
+			delete(x.newest, id)
+			delete(x.tasks, id)
+		}
+	}
 }
 
 func (x *pushIndex) apply(e jetstream.KeyValueEntry) {
@@ -75,6 +90,7 @@ func (x *pushIndex) apply(e jetstream.KeyValueEntry) {
 			delete(m, configID)
 			if len(m) == 0 {
 				delete(x.tasks, taskID)
+				delete(x.newest, taskID)
 			}
 		}
 		return
@@ -89,6 +105,9 @@ func (x *pushIndex) apply(e jetstream.KeyValueEntry) {
 		x.tasks[taskID] = m
 	}
 	m[configID] = rec.FromSeq
+	if c := e.Created(); c.After(x.newest[taskID]) {
+		x.newest[taskID] = c
+	}
 }
 
 // signal wakes waiters; x.mu is held.
@@ -149,14 +168,19 @@ func (st *pushState) start(ctx context.Context, e *Edge) error {
 	if err != nil {
 		return err
 	}
+	retention := e.bus.Config().Retention
 	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
 		defer func() { _ = w.Stop() }()
+		expiry := time.NewTicker(time.Minute)
+		defer expiry.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case now := <-expiry.C:
+				st.index.expire(now.Add(-retention))
 			case en, ok := <-w.Updates():
 				if !ok {
 					if ctx.Err() == nil {

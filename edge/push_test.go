@@ -109,3 +109,17 @@ func TestPushWorthy(t *testing.T) {
 		t.Fatal("pushWorthy")
 	}
 }
+
+func TestPushIndexExpires(t *testing.T) {
+	x := newPushIndex()
+	x.mu.Lock()
+	x.tasks["old"] = map[string]uint64{"c": 1}
+	x.newest["old"] = time.Now().Add(-2 * time.Hour)
+	x.tasks["new"] = map[string]uint64{"c": 1}
+	x.newest["new"] = time.Now()
+	x.mu.Unlock()
+	x.expire(time.Now().Add(-time.Hour))
+	if x.configs("old") != nil || x.configs("new") == nil {
+		t.Fatalf("expire kept %v", x.tasks)
+	}
+}
