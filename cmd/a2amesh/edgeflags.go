@@ -32,7 +32,7 @@ type pushFlags struct {
 
 func addPushFlags(fs *flag.FlagSet) *pushFlags {
 	return &pushFlags{
-		on:         fs.Bool("push", os.Getenv("A2AMESH_PUSH") == "true", "deliver push notifications (webhooks), durably through JetStream; cards then advertise pushNotifications (env A2AMESH_PUSH)"),
+		on:         fs.Bool("push", os.Getenv("A2AMESH_PUSH") != "false", "deliver push notifications (webhooks), durably through JetStream; cards then advertise pushNotifications; --push=false turns it off (env A2AMESH_PUSH)"),
 		trusted:    fs.String("push-trusted", envOr("A2AMESH_PUSH_TRUSTED", ""), "comma-separated webhook receivers allowed although private or loopback: IPs, CIDRs, host names or host:port (env A2AMESH_PUSH_TRUSTED; default: public addresses only)"),
 		signingKey: fs.String("push-signing-key", envOr("A2AMESH_PUSH_SIGNING_KEY", ""), "PEM file of the ECDSA P-256 key push notifications are signed with, the same on every edge (env A2AMESH_PUSH_SIGNING_KEY; default: one generated once and kept in NATS, bucket A2A_PUSH_KEYS)"),
 		attempts:   fs.Int("push-attempts", envInt("A2AMESH_PUSH_ATTEMPTS", 6), "POSTs of one notification before giving up (env A2AMESH_PUSH_ATTEMPTS)"),
