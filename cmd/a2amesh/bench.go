@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
 )
@@ -41,6 +42,7 @@ func runBench(ctx context.Context, args []string) error {
 	levelsFlag := fs.String("concurrency", "1,16,64", "comma-separated numbers of concurrent clients")
 	url := fs.String("url", envOr("A2AMESH_BENCH_URL", ""), "bench an existing edge at this base URL instead of starting a dev mesh")
 	dataDir := fs.String("data", "", "dev mesh data directory (default: a temporary directory, removed afterwards)")
+	push := fs.Bool("push", true, "run the dev mesh with push delivery on, as the dev command does")
 	method := fs.String("method", bench.MethodSend03, `JSON-RPC method: "message/send" (0.3 body) or "SendMessage" (1.0 body); both servers get the same`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -76,7 +78,10 @@ func runBench(ctx context.Context, args []string) error {
 		// Warn level and up only, as for the a2a-go server: per-request
 		// logging would be measured too.
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		m, err := devmesh.Start(ctx, devmesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger})
+		// As `dev` runs by default: push delivery on (its dispatcher reads
+		// every event), no auth, no rate limit.
+		m, err := devmesh.Start(ctx, devmesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger,
+			Edge: edge.Config{Push: edge.PushConfig{Enabled: *push}}})
 		if err != nil {
 			return fmt.Errorf("starting dev mesh: %w", err)
 		}
