@@ -3,7 +3,7 @@
 // Prints one JSON line per check; exits 1 if any check failed.
 import { randomUUID } from 'node:crypto';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } from 'a2a-v03/client';
-import { baseUrlFromArgv, errorCode, fail, readStream, runChecks, sleep } from './lib/check.mjs';
+import { baseUrlFromArgv, errorCode, fail, readStream, runChecks, sleep, startReceiver } from './lib/check.mjs';
 
 const base = baseUrlFromArgv();
 const cardUrl = (agent) => `${base}/agents/${agent}/.well-known/agent-card.json`;
@@ -57,7 +57,41 @@ function checkFinal(events, ended, wantState) {
 
 const state = {};
 
+// tasks/pushNotificationConfig/* through the SDK, and a delivery to a local
+// webhook (the mesh must trust 127.0.0.1 receivers). Skipped when the card
+// offers no push.
+async function pushCheck(signal) {
+  const card = await new DefaultAgentCardResolver().resolve(cardUrl('slow'), '');
+  if (card.capabilities?.pushNotifications !== true) return 'skipped: the card says pushNotifications is not true';
+  const rcv = await startReceiver();
+  try {
+    const c = await client('slow');
+    const task = asTask(await c.sendMessage(
+      { message: userMessage('chunks=3 delay=150ms'), configuration: { blocking: false } }, { signal }), 'message/send');
+    const url = `${rcv.url}/v03-hook`;
+    const cfg = await c.setTaskPushNotificationConfig(
+      { taskId: task.id, pushNotificationConfig: { id: 'js-hook', url, authentication: { schemes: ['Bearer'], credentials: 'js-token-v03' } } }, { signal });
+    if (cfg.pushNotificationConfig?.url !== url) fail(`set returned ${JSON.stringify(cfg)}`);
+    const got = await c.getTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: 'js-hook' }, { signal });
+    if (got.pushNotificationConfig?.url !== url) fail(`get returned ${JSON.stringify(got)}`);
+    const list = await c.listTaskPushNotificationConfig({ id: task.id }, { signal });
+    if (list.length !== 1) fail(`list returned ${JSON.stringify(list)}`);
+    const hit = await rcv.waitFor((h) => h.path === '/v03-hook' && h.body.includes(task.id) && h.body.includes('"completed"'), signal);
+    // The token came as authentication.credentials: it travels in both headers.
+    if (hit.headers['x-a2a-notification-token'] !== 'js-token-v03') fail(`token header ${hit.headers['x-a2a-notification-token']}`);
+    if (hit.headers.authorization !== 'Bearer js-token-v03') fail(`authorization header ${hit.headers.authorization}`);
+    if (!JSON.parse(hit.body).kind) fail('a 0.3 notification must carry kind');
+    await c.deleteTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: 'js-hook' }, { signal });
+    const after = await c.listTaskPushNotificationConfig({ id: task.id }, { signal });
+    if (after.length !== 0) fail(`after delete: ${JSON.stringify(after)}`);
+    return `delivered ${rcv.hits.length} notifications`;
+  } finally {
+    rcv.close();
+  }
+}
+
 await runChecks([
+  ['push-config-and-delivery', pushCheck],
   ['resolve-card', async () => {
     const card = await new DefaultAgentCardResolver().resolve(cardUrl('echo'), '');
     if (!card.name) fail('card has no name');

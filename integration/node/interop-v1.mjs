@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from 'a2a-v1';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } from 'a2a-v1/client';
-import { baseUrlFromArgv, errorCode, fail, readStream, runChecks, sleep } from './lib/check.mjs';
+import { baseUrlFromArgv, errorCode, fail, readStream, runChecks, sleep, startReceiver } from './lib/check.mjs';
 
 const base = baseUrlFromArgv();
 const cardUrl = (agent) => `${base}/agents/${agent}/.well-known/agent-card.json`;
@@ -67,7 +67,37 @@ async function pollUntil(c, id, want, signal, { tries = 100, everyMs = 100 } = {
 
 const state = {};
 
+// Push configs through the SDK, and a delivery to a local webhook (the
+// mesh must trust 127.0.0.1 receivers). Skipped when the card offers no push.
+async function pushCheck(signal) {
+  const card = await new DefaultAgentCardResolver().resolve(cardUrl('slow'), '');
+  if (card.capabilities?.pushNotifications !== true) return 'skipped: the card says pushNotifications is not true';
+  const rcv = await startReceiver();
+  try {
+    const c = await client('slow');
+    const task = asTask(await c.sendMessage(
+      { message: userMessage('chunks=3 delay=150ms'), configuration: { returnImmediately: true } }, { signal }), 'SendMessage');
+    const url = `${rcv.url}/v1-hook`;
+    const cfg = await c.createTaskPushNotificationConfig(
+      { tenant: '', id: 'js-hook', taskId: task.id, url, token: 'js-token-v1', authentication: undefined }, { signal });
+    if (cfg.url !== url || cfg.id !== 'js-hook') fail(`created ${JSON.stringify(cfg)}`);
+    const got = await c.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'js-hook' }, { signal });
+    if (got.url !== url) fail(`get returned ${JSON.stringify(got)}`);
+    const list = await c.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }, { signal });
+    if ((list.configs ?? []).length !== 1) fail(`list returned ${JSON.stringify(list)}`);
+    const hit = await rcv.waitFor((h) => h.path === '/v1-hook' && h.body.includes(task.id) && h.body.includes('TASK_STATE_COMPLETED'), signal);
+    if (hit.headers['x-a2a-notification-token'] !== 'js-token-v1') fail(`token header ${hit.headers['x-a2a-notification-token']}`);
+    await c.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'js-hook' }, { signal });
+    const after = await c.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }, { signal });
+    if ((after.configs ?? []).length !== 0) fail(`after delete: ${JSON.stringify(after)}`);
+    return `delivered ${rcv.hits.length} notifications; signed=${Boolean(hit.headers['x-a2a-notification-signature'])}`;
+  } finally {
+    rcv.close();
+  }
+}
+
 await runChecks([
+  ['push-config-and-delivery', pushCheck],
   ['resolve-card', async () => {
     const card = await new DefaultAgentCardResolver().resolve(cardUrl('echo'), '');
     if (!card.name) fail('card has no name');

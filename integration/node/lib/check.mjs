@@ -110,3 +110,38 @@ export function baseUrlFromArgv() {
   }
   return base.replace(/\/+$/, '');
 }
+
+// A webhook receiver on 127.0.0.1 recording every POST, for the push
+// checks. waitFor resolves with the first request matching pred.
+export async function startReceiver() {
+  const { createServer } = await import('node:http');
+  const hits = [];
+  const waiters = new Set();
+  const server = createServer((req, res) => {
+    const chunks = [];
+    let size = 0;
+    req.on('data', (c) => { size += c.length; if (size <= 1 << 20) chunks.push(c); });
+    req.on('end', () => {
+      const hit = { path: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      hits.push(hit);
+      for (const w of waiters) if (w.pred(hit)) { waiters.delete(w); w.resolve(hit); }
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return {
+    url,
+    hits,
+    waitFor(pred, signal) {
+      const found = hits.find(pred);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const w = { pred, resolve };
+        waiters.add(w);
+        signal?.addEventListener('abort', () => { waiters.delete(w); reject(signal.reason); }, { once: true });
+      });
+    },
+    close() { server.close(); server.closeAllConnections?.(); },
+  };
+}
