@@ -13,6 +13,8 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MetaParent is the metadata key under which a delegated task's work
@@ -55,7 +57,13 @@ func (r *Request) Mesh() *Mesh { return r.mesh }
 // returned task holds the called agent's artifacts and final status. When
 // ctx ends first, Send returns ctx's error; if the calling task was
 // canceled or timed out, the called task is canceled too.
-func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (*a2a.Task, error) {
+//
+// The call is traced: a client span under ctx's span, whose context rides
+// to the called agent's workers in the work item's traceparent header and
+// its a2a.trace metadata.
+func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a2a.Task, err error) {
+	ctx, span := startDelegate(ctx, agent)
+	defer func() { endDelegate(span, task, err) }()
 	if !bus.ValidToken(agent) {
 		return nil, fmt.Errorf("agentrt: agent name %q is not valid", agent)
 	}
@@ -68,7 +76,6 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (*a2a.Ta
 		msg.MessageID = m.callID("msg", agent, n)
 	}
 	var rec *bus.TaskRecord
-	var err error
 	if msg.TaskID != "" {
 		rec, err = m.continueTask(ctx, &msg)
 	} else {
@@ -88,13 +95,18 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (*a2a.Ta
 	defer watch.Stop()
 	item := &bus.WorkItem{
 		TaskID: id, ContextID: rec.Task.ContextID, Agent: rec.Agent, Message: msg,
-		Owner: rec.Owner, Enqueued: a2a.Now(), Metadata: m.metadata(),
+		Owner: rec.Owner, Enqueued: a2a.Now(),
 	}
 	// A task found from an earlier run is queued again only if it never
 	// left the queue's hands (the message id dedupes the work item); one
 	// that is working has a worker.
 	if rec.Task.Status.State == a2a.StateSubmitted {
-		if err := m.b.Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil); err != nil {
+		msgID := bus.WorkMsgID(id, msg.MessageID)
+		pctx, pspan, hdr := tracing.StartPublish(ctx, tracing.Tracer(scope), bus.WorkSubject(item.Agent, id), bus.WorkFilter(item.Agent), msgID, nil)
+		item.Metadata = tracing.ToMetadata(pctx, m.metadata())
+		err := m.b.Enqueue(pctx, item, msgID, hdr)
+		endSpan(pspan, err)
+		if err != nil {
 			if errors.Is(err, bus.ErrQueueFull) {
 				m.fail(id, "the mesh's queue for agent "+rec.Agent+" is full")
 			}
@@ -162,7 +174,7 @@ func (m *Mesh) newTask(ctx context.Context, agent string, msg *a2a.Message) (*bu
 			History:  []a2a.Message{*msg},
 			Metadata: m.metadata(),
 		},
-		Agent: agent, Owner: owner,
+		Agent: agent, Owner: owner, Trace: tracing.Traceparent(trace.SpanContextFromContext(ctx)),
 	})
 	if errors.Is(err, bus.ErrTaskExists) {
 		return m.b.LoadTask(ctx, id)

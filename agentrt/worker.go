@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Worker runs one Agent against the mesh.
@@ -178,7 +179,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	span := w.startConsume(m, &item, meta)
+	defer span.End()
 	log := w.Logger.With("task_id", item.TaskID, "context_id", item.ContextID, "attempt", meta.NumDelivered)
+	if sc := span.SpanContext(); sc.IsValid() {
+		log = log.With("trace_id", sc.TraceID().String())
+	}
 	opCtx, cancelOp := context.WithTimeout(bg, 10*time.Second)
 	rec, err := w.Bus.PeekTask(opCtx, item.TaskID)
 	cancelOp()
@@ -205,7 +211,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 
-	runCtx, cancelRun := context.WithCancelCause(ctx)
+	runCtx, cancelRun := context.WithCancelCause(trace.ContextWithSpan(ctx, span))
 	defer cancelRun(nil)
 	sub, err := w.Bus.OnCancel(item.TaskID, func() { cancelRun(ErrCanceled) })
 	if err == nil {
@@ -232,7 +238,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
-	runErr := w.runAgent(timeoutCtx, req, wr)
+	runErr := w.runTraced(timeoutCtx, req, wr)
 
 	cause := context.Cause(timeoutCtx)
 	if wr.wasSuperseded() {

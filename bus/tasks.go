@@ -38,6 +38,7 @@ const (
 	hdrAgent = "A2a-Agent"
 	hdrOwner = "A2a-Owner"
 	hdrRun   = "A2a-Run"
+	hdrTrace = "A2a-Trace"
 )
 
 // TaskRecord is a task snapshot with what the mesh needs beside it.
@@ -50,6 +51,10 @@ type TaskRecord struct {
 	Run     string `json:"run,omitempty"`
 	Created string `json:"created"`
 	Updated string `json:"updated"`
+	// Trace is the W3C traceparent of the span that created the task
+	// (empty when it was not traced): later calls on the task (streams,
+	// resubscriptions, push deliveries) link to it.
+	Trace string `json:"trace,omitempty"`
 
 	rev uint64 // KV revision this record was read at
 }
@@ -80,6 +85,9 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 	hdr.Set(hdrAgent, rec.Agent)
 	if rec.Owner != "" {
 		hdr.Set(hdrOwner, rec.Owner)
+	}
+	if rec.Trace != "" {
+		hdr.Set(hdrTrace, rec.Trace)
 	}
 	task := rec.Task
 	seq, err := b.appendEvent(ctx, rec.Task.ID, &a2a.StreamResponse{Task: &task}, 0, hdr)
@@ -188,7 +196,7 @@ func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRec
 				// The head of the log aged out (retention): the task is gone.
 				return nil, ErrTaskNotFound
 			}
-			rec = &TaskRecord{Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner), Created: at}
+			rec = &TaskRecord{Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner), Trace: m.Header.Get(hdrTrace), Created: at}
 		}
 		rev := rec.rev
 		rec = rec.apply(&ev, m.Sequence, at)

@@ -15,6 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/tracing"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -477,7 +478,9 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	status, err := st.post(ctx, rec, body)
+	pctx, span := e.startPushSpan(ctx, &job, attempt)
+	status, err := st.post(pctx, rec, body)
+	endPushSpan(span, status, err)
 	switch {
 	case err == nil && status/100 == 2:
 		log.Debug("push: delivered", "status", status)
@@ -521,6 +524,7 @@ func (st *pushState) post(ctx context.Context, rec *bus.PushRecord, body []byte)
 	} else {
 		req.Header.Set("Authorization", "Bearer "+jwt)
 	}
+	tracing.Inject(rctx, req.Header)
 	resp, err := st.client.Do(req)
 	if err != nil {
 		return 0, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // call is one JSON-RPC call being served.
@@ -30,6 +31,9 @@ type call struct {
 	pinned bool
 	owner  string
 	log    *slog.Logger
+	// span is the call's server span (tracing.go).
+	span     trace.Span
+	spanTask string // the task noted on span
 }
 
 func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +95,10 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		e.writeRPC(w, http.StatusOK, earlyError(hv, id, a2a.ErrMethodNotFound.With("Method not found: %s", trunc(req.Method, 64))))
 		return
 	}
-	c := &call{w: w, r: r, req: req, op: op, version: mv, owner: principal}
+	ctx, span := startCallSpan(r, req)
+	defer span.End()
+	r = r.WithContext(ctx)
+	c := &call{w: w, r: r, req: req, op: op, version: mv, owner: principal, span: span}
 	version, rpcErr := a2a.NegotiateVersion(mv, hv)
 	if rpcErr != nil {
 		e.writeError(c, rpcErr)
@@ -103,6 +110,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log = e.log.With("method", req.Method, "agent", c.agent)
+	c.traced()
 	e.dispatch(c)
 }
 
@@ -183,6 +191,7 @@ func (e *Edge) dispatch(c *call) {
 // both versions): there an error must be an event of its own to keep its
 // code, whether it arises in the handler or before it (version, agent).
 func (e *Edge) writeError(c *call, rerr *a2a.Error) {
+	c.failed(rerr)
 	if c.op.Streaming() {
 		_ = newSSE(c).event(0, c.errorResponse(rerr))
 		return
@@ -239,6 +248,7 @@ func (e *Edge) loadTask(ctx context.Context, c *call, id string) (*bus.TaskRecor
 	if rec.Owner != c.owner || (c.pinned && rec.Agent != c.agent) {
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
 	}
+	c.taskTraced(rec)
 	return rec, nil
 }
 

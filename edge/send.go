@@ -8,7 +8,6 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 )
 
 // sendPlan is a validated send whose user turn is recorded in the task's
@@ -196,7 +195,7 @@ func (e *Edge) newTask(ctx context.Context, c *call, taskID string, msg *a2a.Mes
 			Status:  a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()},
 			History: []a2a.Message{*msg},
 		},
-		Agent: c.agent, Owner: c.owner,
+		Agent: c.agent, Owner: c.owner, Trace: traceparent(ctx),
 	}
 	return e.bus.CreateTask(ctx, rec)
 }
@@ -267,7 +266,9 @@ func (e *Edge) enqueue(ctx context.Context, c *call, p *sendPlan) error {
 		})
 		return err
 	}
-	err := e.bus.Enqueue(ctx, p.item, p.msgID, nats.Header{})
+	pctx, span, hdr := startPublish(ctx, p.item, p.msgID)
+	err := e.bus.Enqueue(pctx, p.item, p.msgID, hdr)
+	endSpan(span, err)
 	if errors.Is(err, bus.ErrQueueFull) {
 		_, _, _ = e.bus.UpdateTask(ctx, p.rec.Task.ID, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
 			return statusEvent(cur, a2a.StateFailed, "the mesh's queue for agent "+cur.Agent+" is full; retry later"), nil
@@ -294,6 +295,7 @@ func (e *Edge) send(c *call) (any, error) {
 		return nil, err
 	}
 	c.log = c.log.With("task_id", p.rec.Task.ID, "context_id", p.rec.Task.ContextID)
+	c.taskTraced(p.rec)
 	rec := p.rec
 	if p.returnImmediately() {
 		if err := e.enqueue(ctx, c, p); err != nil {

@@ -79,6 +79,7 @@ func (e *Edge) stream(c *call) error {
 		return err
 	}
 	c.log = c.log.With("task_id", p.rec.Task.ID, "context_id", p.rec.Task.ContextID)
+	c.taskTraced(p.rec)
 	after := p.rec.LastSeq
 	first := true
 	if p.replay {

@@ -43,6 +43,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 // Config configures a proxied agent.
@@ -103,6 +104,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if tr, ok := hc.Transport.(*http.Transport); ok {
 		tr.ResponseHeaderTimeout = 0
 	}
+	// Each upstream call within a run gets a client span and carries it
+	// in a traceparent header.
+	hc.Transport = tracing.Transport(hc.Transport)
 	opts := []client.Option{client.WithHTTPClient(hc)}
 	for k, vs := range cfg.Header {
 		for _, v := range vs {
@@ -314,7 +318,7 @@ func (a *Agent) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWr
 	sreq := &a2a.SendMessageRequest{
 		Message:       &msg,
 		Configuration: &a2a.SendMessageConfiguration{AcceptedOutputModes: req.AcceptedOutputModes},
-		Metadata:      req.Metadata,
+		Metadata:      tracing.ToMetadata(ctx, req.Metadata), // the run's span, for upstreams reading a2a.trace
 	}
 	t.continuing = msg.TaskID != ""
 	if a.streaming {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 func init() {
@@ -38,6 +39,11 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, tracing.ServiceDev, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cfg := devmesh.Config{
 		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log,

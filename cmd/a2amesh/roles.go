@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 // The fleet's roles as separate processes: a NATS+JetStream node, edges
@@ -124,6 +125,11 @@ func runEdge(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(*logLevel)
+	stopTracing, err := startTracing(ctx, tracing.ServiceEdge, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log)
 	if err != nil {
 		return err
@@ -218,6 +224,11 @@ func runWorker(ctx context.Context, args []string) error {
 		}
 	}
 	log := newLogger(*logLevel)
+	stopTracing, err := startTracing(ctx, tracing.ServiceWorker(firstNonEmpty(*name, *agentName, "proxy")), log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	b, closeBus, err := nf.openBus(ctx, "a2amesh-worker-"+firstNonEmpty(*name, *agentName, "proxy"), log)
 	if err != nil {
 		return err

@@ -1,0 +1,143 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/tracing"
+)
+
+// scope is the edge's instrumentation scope.
+const scope = "github.com/a2amesh/a2amesh/edge"
+
+// startCallSpan starts the server span of one JSON-RPC call, under the
+// caller's trace context: its traceparent header, else the a2a.trace entry
+// of params.metadata.
+func startCallSpan(r *http.Request, req *a2a.Request) (context.Context, trace.Span) {
+	var md a2a.Metadata
+	if r.Header.Get(tracing.HeaderTraceparent) == "" && bytes.Contains(req.Params, []byte(`"`+tracing.MetadataKey+`"`)) {
+		var p struct {
+			Metadata a2a.Metadata `json:"metadata"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		md = p.Metadata
+	}
+	ctx := tracing.Extract(r.Context(), r.Header, md)
+	ctx, span := tracing.Tracer(scope).Start(ctx, req.Method, trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String("rpc.system", "jsonrpc"),
+			attribute.String("rpc.method", req.Method),
+			attribute.String("rpc.jsonrpc.version", "2.0"),
+			attribute.String("url.path", r.URL.Path),
+		)
+	}
+	return ctx, span
+}
+
+// traced notes the call's agent and protocol version on its span, and its
+// trace id on its logger.
+func (c *call) traced() {
+	if c.span.IsRecording() {
+		c.span.SetAttributes(tracing.AttrAgent.String(c.agent), tracing.AttrProtocolVersion.String(string(c.version)))
+	}
+	if sc := c.span.SpanContext(); sc.IsValid() {
+		c.log = c.log.With("trace_id", sc.TraceID().String())
+	}
+}
+
+// taskTraced notes the task a call works on; when the task was created
+// under another span (a stream resumed, a resubscription, a new turn), the
+// call's span links to it.
+func (c *call) taskTraced(rec *bus.TaskRecord) {
+	if !c.span.IsRecording() || c.spanTask == rec.Task.ID {
+		return
+	}
+	c.spanTask = rec.Task.ID
+	c.span.SetAttributes(tracing.AttrTaskID.String(rec.Task.ID), tracing.AttrContextID.String(rec.Task.ContextID))
+	if sc, ok := tracing.ParseTraceparent(rec.Trace); ok && sc.SpanID() != c.span.SpanContext().SpanID() {
+		c.span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("a2a.link", "task origin")}})
+	}
+}
+
+// failed marks the call's span with the JSON-RPC error it answers.
+func (c *call) failed(rerr *a2a.Error) {
+	if c.span == nil || !c.span.IsRecording() {
+		return
+	}
+	c.span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", rerr.Code))
+	c.span.SetStatus(codes.Error, "JSON-RPC error "+strconv.Itoa(rerr.Code))
+}
+
+// traceparent is the traceparent of the span in ctx ("" when none): what
+// a new task records as its origin.
+func traceparent(ctx context.Context) string {
+	return tracing.Traceparent(trace.SpanContextFromContext(ctx))
+}
+
+// startPublish starts the producer span of enqueuing item and returns the
+// header carrying it.
+func startPublish(ctx context.Context, item *bus.WorkItem, msgID string) (context.Context, trace.Span, nats.Header) {
+	return tracing.StartPublish(ctx, tracing.Tracer(scope), bus.WorkSubject(item.Agent, item.TaskID), bus.WorkFilter(item.Agent), msgID, nil)
+}
+
+// endSpan ends span, marking it failed when err is not nil.
+func endSpan(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "failed")
+	}
+	span.End()
+}
+
+// startPushSpan starts the client span of one push delivery, a child of
+// the span that created the task (read from its record only while tracing
+// records: a delivery has no other parent).
+func (e *Edge) startPushSpan(ctx context.Context, job *bus.PushJob, attempt uint64) (context.Context, trace.Span) {
+	if !tracing.Enabled() {
+		return ctx, noopSpan
+	}
+	if rec, err := e.bus.PeekTask(ctx, job.TaskID); err == nil {
+		if sc, ok := tracing.ParseTraceparent(rec.Trace); ok {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+	}
+	ctx, span := tracing.Tracer(scope).Start(ctx, "push POST", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			tracing.AttrTaskID.String(job.TaskID),
+			attribute.String("a2a.push.config_id", job.ConfigID),
+			attribute.Int64("a2a.push.event_seq", int64(job.Seq)),
+			attribute.Int64("a2a.push.attempt", int64(attempt)),
+			attribute.String("http.request.method", http.MethodPost),
+		))
+	return ctx, span
+}
+
+var noopSpan = trace.SpanFromContext(context.Background())
+
+func endPushSpan(span trace.Span, status int, err error) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	if status != 0 {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+	}
+	switch {
+	case err != nil:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "not delivered")
+	case status/100 != 2:
+		span.SetStatus(codes.Error, "HTTP "+strconv.Itoa(status))
+	}
+}
