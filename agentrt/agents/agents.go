@@ -1,6 +1,7 @@
 // Package agents holds the mesh's built-in agents, which need no LLM: echo,
-// slow, ask, and tck (the system under test of the A2A conformance suite).
-// They are examples of the agentrt API as much as test fixtures.
+// slow, ask, upper, planner (a multi-agent example that delegates to echo
+// and upper), and tck (the system under test of the A2A conformance
+// suite). They are examples of the agentrt API as much as test fixtures.
 package agents
 
 import (
@@ -11,10 +12,12 @@ import (
 // Builtin returns every built-in agent by name.
 func Builtin() map[string]agentrt.Agent {
 	return map[string]agentrt.Agent{
-		"echo": Echo{},
-		"slow": Slow{},
-		"ask":  Ask{},
-		"tck":  TCK{},
+		"echo":    Echo{},
+		"slow":    Slow{},
+		"ask":     Ask{},
+		"upper":   Upper{},
+		"planner": Planner{},
+		"tck":     TCK{},
 	}
 }
 

@@ -188,7 +188,7 @@ func runEdge(ctx context.Context, args []string) error {
 func runWorker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	nf := addNATSFlags(fs)
-	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask or tck (env A2AMESH_AGENT)")
+	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask, upper, planner (delegates to echo and upper) or tck (env A2AMESH_AGENT)")
 	proxyURL := fs.String("proxy", envOr("A2AMESH_PROXY", ""), "forward tasks to the A2A agent at this URL (its base URL or card URL) instead of running a built-in agent (env A2AMESH_PROXY)")
 	name := fs.String("name", envOr("A2AMESH_NAME", ""), "the agent's name in the mesh (default: --agent, or derived from the proxied card's name) (env A2AMESH_NAME)")
 	trusted := fs.String("trusted-agents", envOr("A2AMESH_TRUSTED_AGENTS", ""), "comma-separated hosts, host:ports, IPs or CIDRs a proxy may reach although they are private or loopback (env A2AMESH_TRUSTED_AGENTS)")
@@ -217,7 +217,7 @@ func runWorker(ctx context.Context, args []string) error {
 	if *agentName != "" {
 		var ok bool
 		if a, ok = agents.Builtin()[*agentName]; !ok {
-			return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, tck), got %q", *agentName)
+			return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, upper, planner, tck), got %q", *agentName)
 		}
 		if *name == "" {
 			*name = *agentName
