@@ -22,7 +22,7 @@ func init() {
 
 // traceTaskAttr is the span attribute the mesh records a task's id under;
 // a task id is looked up by it.
-const traceTaskAttr = "a2a.task_id"
+const traceTaskAttr = "a2a.task.id"
 
 var traceIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{16,32}$`)
 

@@ -15,8 +15,8 @@ import (
 
 // A Jaeger query API answering for one three-service trace.
 const fakeTrace = `{"data":[{"traceID":"4bf92f3577b34da6a3ce929d0e0e4736","spans":[
- {"spanID":"c1","operationName":"process a2a.work.echo","references":[{"refType":"CHILD_OF","spanID":"p1"}],"startTime":1000300,"duration":500,"processID":"w","tags":[{"key":"a2a.task_id","value":"task-1"}]},
- {"spanID":"r1","operationName":"SendMessage","references":[],"startTime":1000000,"duration":2000,"processID":"e","tags":[{"key":"rpc.method","value":"SendMessage"},{"key":"a2a.task_id","value":"task-1"}]},
+ {"spanID":"c1","operationName":"process a2a.work.echo","references":[{"refType":"CHILD_OF","spanID":"p1"}],"startTime":1000300,"duration":500,"processID":"w","tags":[{"key":"a2a.task.id","value":"task-1"}]},
+ {"spanID":"r1","operationName":"SendMessage","references":[],"startTime":1000000,"duration":2000,"processID":"e","tags":[{"key":"rpc.method","value":"SendMessage"},{"key":"a2a.task.id","value":"task-1"}]},
  {"spanID":"p1","operationName":"publish a2a.work.echo","references":[{"refType":"CHILD_OF","spanID":"r1"}],"startTime":1000100,"duration":100,"processID":"e","tags":[]},
  {"spanID":"x1","operationName":"POST","references":[{"refType":"CHILD_OF","spanID":"c1"}],"startTime":1000600,"duration":50,"processID":"x","tags":[]}
 ],"processes":{"e":{"serviceName":"a2amesh-edge"},"w":{"serviceName":"a2amesh-worker-echo"},"x":{"serviceName":"a2amesh-push"}}}]}`
@@ -54,7 +54,7 @@ func TestTraceTree(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		require.Len(t, lines, 5, out.String())
 		assert.Equal(t, "trace 4bf92f3577b34da6a3ce929d0e0e4736: 4 spans, 3 services", lines[0])
-		assert.True(t, strings.HasPrefix(lines[1], "a2amesh-edge: SendMessage  +0s 2ms  [a2a.task_id=task-1 rpc.method=SendMessage]"), lines[1])
+		assert.True(t, strings.HasPrefix(lines[1], "a2amesh-edge: SendMessage  +0s 2ms  [a2a.task.id=task-1 rpc.method=SendMessage]"), lines[1])
 		assert.True(t, strings.HasPrefix(lines[2], "  a2amesh-edge: publish a2a.work.echo  +100µs"), lines[2])
 		assert.True(t, strings.HasPrefix(lines[3], "    a2amesh-worker-echo: process a2a.work.echo"), lines[3])
 		assert.True(t, strings.HasPrefix(lines[4], "      a2amesh-push: POST"), lines[4])
