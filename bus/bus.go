@@ -163,7 +163,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Replicas:    c.Replicas,
 	}}
 	for _, sc := range streams {
-		if _, err := b.js.CreateOrUpdateStream(ctx, sc); err != nil {
+		if _, err := b.ensureStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
 		}
 	}
@@ -184,7 +184,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			History: 1, TTL: c.RegistryTTL * 3, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 	}
 	for _, k := range kvs {
-		kv, err := b.js.CreateOrUpdateKeyValue(ctx, k.cfg)
+		kv, err := b.ensureKV(ctx, k.cfg)
 		if err != nil {
 			return fmt.Errorf("bus: bucket %s: %w", k.cfg.Bucket, err)
 		}

@@ -72,7 +72,7 @@ type PushStore struct {
 // OpenPush ensures the push bucket and the delivery stream exist.
 func (b *Bus) OpenPush(ctx context.Context) (*PushStore, error) {
 	c := b.cfg
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketPush,
 		Description: "a2amesh: push-notification configs by task",
 		History:     1,
@@ -87,7 +87,7 @@ func (b *Bus) OpenPush(ctx context.Context) (*PushStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s stream: %w", BucketPush, err)
 	}
-	out, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	out, err := b.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        StreamPushOut,
 		Description: "a2amesh: push-notification deliveries waiting for an edge",
 		Subjects:    []string{subjPushOutPrefix + "*"},
@@ -349,7 +349,7 @@ func (b *Bus) EventSeqsAfter(ctx context.Context, taskID string, after uint64, m
 // A2A_PUSH_KEYS bucket, storing gen's value first if there is none; when
 // several edges race, the first stored value wins for all of them.
 func (b *Bus) LoadOrCreateSecret(ctx context.Context, name string, gen func() ([]byte, error)) ([]byte, error) {
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketPushKeys,
 		Description: "a2amesh: the key edges sign push notifications with",
 		History:     1,

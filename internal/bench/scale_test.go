@@ -44,9 +44,10 @@ func TestScaleSmall(t *testing.T) {
 		if r.MaxInFlightTotal > int64(r.Workers*conc) {
 			t.Errorf("%d workers: %d tasks at once in all, above %d slots", r.Workers, r.MaxInFlightTotal, r.Workers*conc)
 		}
-		if r.MaxAckPending > uint64(r.Workers*conc) {
-			t.Errorf("%d workers: %d work items held by workers, above %d slots", r.Workers, r.MaxAckPending, r.Workers*conc)
-		}
+		// MaxAckPending (the server's count of unacknowledged deliveries)
+		// may briefly exceed the slots: the server can serve a worker's
+		// next fetch before it has counted that worker's previous ack.
+		// The workers' own in-flight counts above are the bound.
 		if r.Runs < r.Result.Tasks || r.Ideal <= 0 {
 			t.Errorf("%d workers: %d runs for %d tasks, ideal %v", r.Workers, r.Runs, r.Result.Tasks, r.Ideal)
 		}

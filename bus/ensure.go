@@ -1,0 +1,78 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ensureStream creates the stream, or updates it only when a setting the
+// mesh chooses differs. Every process opening the bus ensures every stream,
+// so in steady state this is one info request, not an update: an update
+// rewrites the stream's store config, and nats-server 2.15 races doing that
+// against a consumer being created on the same stream (seen under -race
+// when several workers open the bus at once).
+func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		s, err := b.js.Stream(ctx, want.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			s, err = b.js.CreateStream(ctx, want)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue // created meanwhile by another process: compare
+			}
+			return s, err
+		case err != nil:
+			return nil, err
+		case sameStream(s.CachedInfo().Config, want):
+			return s, nil
+		default:
+			return b.js.UpdateStream(ctx, want)
+		}
+	}
+	return b.js.CreateOrUpdateStream(ctx, want)
+}
+
+// sameStream reports whether have already has every setting want names.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description &&
+		slices.Equal(have.Subjects, want.Subjects) &&
+		have.Retention == want.Retention &&
+		have.Discard == want.Discard &&
+		have.DiscardNewPerSubject == want.DiscardNewPerSubject &&
+		(want.MaxMsgs == 0 || have.MaxMsgs == want.MaxMsgs) &&
+		(want.MaxBytes == 0 || have.MaxBytes == want.MaxBytes) &&
+		(want.MaxMsgsPerSubject == 0 || have.MaxMsgsPerSubject == want.MaxMsgsPerSubject) &&
+		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
+		have.MaxAge == want.MaxAge &&
+		have.Storage == want.Storage &&
+		max(have.Replicas, 1) == max(want.Replicas, 1) &&
+		have.AllowDirect == want.AllowDirect
+}
+
+// ensureKV opens the bucket, creating it, or updating it only when its
+// history, TTL, storage, replicas or description differ (see ensureStream;
+// settings the KV API does not expose, such as the task bucket's count
+// bound, are left as they are).
+func (b *Bus) ensureKV(ctx context.Context, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := b.js.KeyValue(ctx, want.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return b.js.CreateOrUpdateKeyValue(ctx, want)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := b.js.Stream(ctx, "KV_"+want.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	have := s.CachedInfo().Config
+	history := int64(max(want.History, 1))
+	if have.MaxMsgsPerSubject == history && have.MaxAge == want.TTL && have.Storage == want.Storage &&
+		max(have.Replicas, 1) == max(want.Replicas, 1) && have.Description == want.Description {
+		return kv, nil
+	}
+	return b.js.CreateOrUpdateKeyValue(ctx, want)
+}
