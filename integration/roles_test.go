@@ -26,9 +26,15 @@ type roleProc struct {
 
 func startRole(t *testing.T, bin, name string, args ...string) *roleProc {
 	t.Helper()
+	return startRoleEnv(t, bin, name, nil, args...)
+}
+
+// startRoleEnv is startRole with extra environment variables.
+func startRoleEnv(t *testing.T, bin, name string, env []string, args ...string) *roleProc {
+	t.Helper()
 	p := &roleProc{name: name, out: &durBuffer{max: durOutputCap}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	p.cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	require.NoError(t, p.cmd.Start(), name)
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
