@@ -18,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 func init() {
@@ -43,6 +44,7 @@ func runBench(ctx context.Context, args []string) error {
 	url := fs.String("url", envOr("A2AMESH_BENCH_URL", ""), "bench an existing edge at this base URL instead of starting a dev mesh")
 	dataDir := fs.String("data", "", "dev mesh data directory (default: a temporary directory, removed afterwards)")
 	push := fs.Bool("push", true, "run the dev mesh with push delivery on, as the dev command does")
+	otlpSink := fs.Bool("otlp-sink", false, "trace the dev mesh, exporting over OTLP/HTTP to a receiver on loopback that counts and drops the spans (the cost of tracing, without a Jaeger)")
 	method := fs.String("method", bench.MethodSend03, `JSON-RPC method: "message/send" (0.3 body) or "SendMessage" (1.0 body); both servers get the same`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,6 +80,21 @@ func runBench(ctx context.Context, args []string) error {
 		// Warn level and up only, as for the a2a-go server: per-request
 		// logging would be measured too.
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		// Tracing as `dev` sets it up: from the OTEL_* variables, or at
+		// the loopback sink.
+		if *otlpSink {
+			sink, err := startOTLPSink()
+			if err != nil {
+				return err
+			}
+			defer sink.report(os.Stdout)
+			os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.url)
+		}
+		stopTracing, err := startTracing(ctx, tracing.ServiceDev, logger)
+		if err != nil {
+			return err
+		}
+		defer stopTracing()
 		// As `dev` runs by default: push delivery on (its dispatcher reads
 		// every event), no auth, no rate limit.
 		m, err := devmesh.Start(ctx, devmesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger,
