@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
@@ -37,7 +39,10 @@ type Worker struct {
 	// start, the worker looks for such tasks (default 10m: a sweep reads
 	// the task bucket).
 	SweepEvery time.Duration
-	Logger     *slog.Logger
+	// Metrics, when set, records the worker's runs and reports its work
+	// consumer's statistics (nil: off).
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 
 	handMu   sync.Mutex
 	handBack []jetstream.Msg // work interrupted by shutdown, to Nak once fetching stopped
@@ -83,6 +88,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus.JetStream(), bus.StreamWork, bus.ConsumerName(w.Name)))
 	card := w.Agent.Card()
 	card.Name = w.Name
 	var wg sync.WaitGroup
@@ -238,6 +244,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
+	runEnded := w.Metrics.RunStarted(w.Name)
+	outcome := metrics.RunSettled
+	defer func() { runEnded(runState(wr, outcome), outcome) }()
 	runErr := w.runTraced(timeoutCtx, req, wr)
 
 	cause := context.Cause(timeoutCtx)
@@ -245,6 +254,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		// This run stalled past AckWait and the work was redelivered; the
 		// newer run owns the task and the message now.
 		log.Warn("run superseded by a redelivery of the same work; its events were refused")
+		outcome = metrics.RunSuperseded
 		return
 	}
 	switch {
@@ -253,6 +263,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	case ctx.Err() != nil && !errors.Is(cause, ErrCanceled) && !errors.Is(cause, ErrTimedOut):
 		// Worker shutting down: hand the task to another worker.
 		log.Info("worker stopping; task handed back to the queue")
+		outcome = metrics.RunHandedBack
 		w.handMu.Lock()
 		w.handBack = append(w.handBack, m)
 		w.handMu.Unlock()
@@ -262,25 +273,42 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	case errors.Is(cause, ErrTimedOut):
 		log.Warn("task timed out", "timeout", w.Timeout)
 		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))) {
+			outcome = metrics.RunRetried
 			return
 		}
 	case runErr != nil && wr.writeFailed() != nil && !errors.Is(wr.writeFailed(), bus.ErrTaskLogFull):
 		// The bus, not the agent, failed (a NATS node lost, say): run the
 		// turn again once it is back rather than fail the task.
 		log.Warn("could not record the agent's events; the turn will run again", "err", wr.writeFailed())
+		outcome = metrics.RunRetried
 		_ = m.NakWithDelay(2 * time.Second)
 		return
 	case runErr != nil:
 		log.Error("agent failed", "err", runErr)
 		if !w.settle(log, m, wr.Fail(failureText(runErr))) {
+			outcome = metrics.RunRetried
 			return
 		}
 	default:
 		if !w.settle(log, m, wr.Complete("")) {
+			outcome = metrics.RunRetried
 			return
 		}
 	}
 	_ = m.Ack()
+}
+
+// runState is the state label of a run's duration: the final state the
+// run left the task in (completed, input_required, ...), handed_back, or
+// unsettled when none was recorded (canceled or closed elsewhere, retried).
+func runState(wr *writer, outcome string) string {
+	if outcome == metrics.RunHandedBack {
+		return outcome
+	}
+	if s := wr.finalState(); s.Final() {
+		return strings.ToLower(strings.TrimPrefix(string(s), "TASK_STATE_"))
+	}
+	return "unsettled"
 }
 
 // settle checks the write of a turn's final state: if the bus failed it,

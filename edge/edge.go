@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/registry"
 )
 
@@ -47,8 +48,11 @@ type Config struct {
 	// Limits bounds what each principal may ask of the edge (limit.go).
 	Limits Limits
 	// Push configures push-notification delivery (push.go).
-	Push   PushConfig
-	Logger *slog.Logger
+	Push PushConfig
+	// Metrics, when set, records the edge's metrics and serves them on
+	// GET /metrics (public, like /healthz: counts only, no task data).
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Edge is the HTTP handler of one edge node.
@@ -83,6 +87,7 @@ func New(cfg Config) *Edge {
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
 	e.routes()
+	e.watchMetrics()
 	return e
 }
 
@@ -106,6 +111,9 @@ func (e *Edge) routes() {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
+	if e.cfg.Metrics != nil {
+		e.mux.Handle("GET /metrics", e.cfg.Metrics.Handler())
+	}
 	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 	})
@@ -270,6 +278,7 @@ func (e *Edge) finishCard(c a2a.AgentCard) a2a.AgentCard {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	noteAnswer(w, v)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

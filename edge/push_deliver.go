@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/tracing"
 	"github.com/google/uuid"
@@ -423,6 +424,7 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 	var job bus.PushJob
 	if err := json.Unmarshal(m.Data(), &job); err != nil || !bus.ValidToken(job.TaskID) || !bus.ValidToken(job.ConfigID) {
 		e.log.Error("push: malformed delivery job dropped", "subject", m.Subject())
+		e.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Term()
 		return
 	}
@@ -438,15 +440,18 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 		}
 		if int(attempt) >= st.cfg.MaxAttempts {
 			log.Error("push: notification not delivered; giving up", "reason", why, "err", err, "attempts", attempt)
+			e.cfg.Metrics.PushDelivery(metrics.PushGaveUp)
 			_ = m.Term()
 			return
 		}
 		d := st.backoff(attempt)
 		log.Warn("push: delivery failed; will retry", "reason", why, "err", err, "retry_in", d)
+		e.cfg.Metrics.PushDelivery(metrics.PushRetried)
 		_ = m.NakWithDelay(d)
 	}
 	rec, err := st.store.Get(ctx, job.TaskID, job.ConfigID)
 	if errors.Is(err, bus.ErrPushConfigNotFound) {
+		e.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Ack() // deleted: no more deliveries
 		return
 	}
@@ -457,6 +462,7 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 	ev, err := e.bus.EventAt(ctx, job.TaskID, job.Seq)
 	if errors.Is(err, bus.ErrTaskNotFound) {
 		log.Warn("push: event no longer in the log; dropped")
+		e.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Ack()
 		return
 	}
@@ -475,6 +481,7 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 	body, err := json.Marshal(payload)
 	if err != nil {
 		log.Error("push: event not encodable; dropped", "err", err)
+		e.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Term()
 		return
 	}
@@ -484,9 +491,11 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 	switch {
 	case err == nil && status/100 == 2:
 		log.Debug("push: delivered", "status", status)
+		e.cfg.Metrics.PushDelivery(metrics.PushDelivered)
 		_ = m.Ack()
 	case errors.Is(err, ssrf.ErrBlocked):
 		log.Warn("push: webhook address refused by the SSRF guard; not delivered", "err", err)
+		e.cfg.Metrics.PushDelivery(metrics.PushGaveUp)
 		_ = m.Term()
 	case err != nil:
 		retry("transport", err)

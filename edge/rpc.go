@@ -37,6 +37,8 @@ type call struct {
 }
 
 func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
+	w, counted := e.countRequest(w)
+	defer counted()
 	var principal string
 	if e.cfg.Auth != nil {
 		p, ok := e.cfg.Auth.Authenticate(r)
@@ -95,6 +97,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		e.writeRPC(w, http.StatusOK, earlyError(hv, id, a2a.ErrMethodNotFound.With("Method not found: %s", trunc(req.Method, 64))))
 		return
 	}
+	noteMethod(w, req.Method)
 	ctx, span := startCallSpan(r, req)
 	defer span.End()
 	r = r.WithContext(ctx)
@@ -152,6 +155,9 @@ func (e *Edge) dispatch(c *call) {
 		result any
 		err    error
 	)
+	if c.op.Streaming() {
+		defer e.cfg.Metrics.SSEOpened()()
+	}
 	switch c.op {
 	case a2a.OpSend:
 		result, err = e.send(c)
@@ -192,6 +198,7 @@ func (e *Edge) dispatch(c *call) {
 // code, whether it arises in the handler or before it (version, agent).
 func (e *Edge) writeError(c *call, rerr *a2a.Error) {
 	c.failed(rerr)
+	noteCode(c.w, rerr.Code)
 	if c.op.Streaming() {
 		_ = newSSE(c).event(0, c.errorResponse(rerr))
 		return

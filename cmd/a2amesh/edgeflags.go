@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 )
 
 // edgeFlags are the edge settings shared by `dev` and `edge`.
@@ -20,6 +21,7 @@ type edgeFlags struct {
 	rateLimit                             *float64
 	rateBurst                             *int
 	push                                  *pushFlags
+	metrics                               *bool
 }
 
 // pushFlags configure push-notification delivery.
@@ -72,6 +74,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		rateLimit: fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
 		rateBurst: fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
 		push:      addPushFlags(fs),
+		metrics:   fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
 }
 
@@ -102,6 +105,9 @@ func (f *edgeFlags) config() (edge.Config, error) {
 		return c, err
 	}
 	c.Auth = auth
+	if *f.metrics {
+		c.Metrics = metrics.New()
+	}
 	return c, nil
 }
 

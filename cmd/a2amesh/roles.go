@@ -18,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/tracing"
@@ -196,6 +197,7 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.Var(&headers, "proxy-header", `header sent with every request to the proxied agent, "Name: value" (repeatable; env A2AMESH_PROXY_AUTHORIZATION sets Authorization)`)
 	concurrency := fs.Int("concurrency", envInt("A2AMESH_CONCURRENCY", 16), "tasks this worker runs at once (env A2AMESH_CONCURRENCY)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
+	metricsListen := fs.String("metrics-listen", envOr("A2AMESH_METRICS_LISTEN", ""), "serve Prometheus metrics on GET /metrics at host:port, without auth (env A2AMESH_METRICS_LISTEN; default off)")
 	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -245,7 +247,40 @@ func runWorker(ctx context.Context, args []string) error {
 		a, *name = p, p.Name()
 	}
 	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
+	if *metricsListen != "" {
+		w.Metrics = metrics.New()
+		stop, err := serveMetrics(*metricsListen, w.Metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return w.Run(ctx)
+}
+
+// serveMetrics serves m on GET /metrics at addr until stop is called.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
 
 // openProxy prepares a proxy, waiting for an upstream that is not up yet:

@@ -33,7 +33,8 @@ type Config struct {
 	// external workers and tools can join; by default NATS is in-process.
 	NATSListen string
 	// Edge configures the edge; its Bus, Registry and Logger are filled in
-	// here, and DefaultAgent defaults to echo.
+	// here, and DefaultAgent defaults to echo. Its Metrics, when set, are
+	// shared by the built-in workers: one /metrics for the whole mesh.
 	Edge edge.Config
 	// TaskTimeout bounds one run of an agent (default 120s).
 	TaskTimeout time.Duration
@@ -125,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	for name, a := range builtin {
 		w := &agentrt.Worker{Bus: m.bus, Agent: a, Name: name, Concurrency: cfg.Concurrency,
 			Timeout: cfg.TaskTimeout, StaleAfter: cfg.StaleAfter,
-			SweepEvery: cfg.SweepEvery, Logger: cfg.Logger}
+			SweepEvery: cfg.SweepEvery, Metrics: cfg.Edge.Metrics, Logger: cfg.Logger}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()

@@ -1,0 +1,73 @@
+package edge
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
+)
+
+// watchMetrics has the metrics read the registry table's size and the
+// consumers' statistics at scrape time: every agent's work consumer and
+// the push consumers.
+func (e *Edge) watchMetrics() {
+	m := e.cfg.Metrics
+	if m == nil {
+		return
+	}
+	m.SetRegistrySize(func() int { return len(e.reg.Agents()) })
+	js := e.bus.JetStream()
+	m.AddConsumers(metrics.StreamConsumers(js, bus.StreamWork))
+	m.AddConsumers(metrics.StreamConsumers(js, bus.StreamEvents, bus.ConsumerPushDispatch))
+	m.AddConsumers(metrics.StreamConsumers(js, bus.StreamPushOut, bus.ConsumerPushDeliver))
+}
+
+// countedWriter notes what a JSON-RPC call answered, for
+// a2amesh_edge_requests_total: the method once it is known to be one, and
+// the error code of the answer ("ok" for a result or a stream).
+type countedWriter struct {
+	http.ResponseWriter
+	method, code string
+}
+
+// Unwrap lets http.ResponseController flush SSE through the wrapper.
+func (w *countedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countRequest wraps w when metrics are on; done records the call.
+func (e *Edge) countRequest(w http.ResponseWriter) (http.ResponseWriter, func()) {
+	m := e.cfg.Metrics
+	if m == nil {
+		return w, func() {}
+	}
+	cw := &countedWriter{ResponseWriter: w, method: "unknown", code: "ok"}
+	return cw, func() {
+		if p := recover(); p != nil {
+			m.EdgeRequest(cw.method, strconv.Itoa(a2a.CodeInternalError))
+			panic(p)
+		}
+		m.EdgeRequest(cw.method, cw.code)
+	}
+}
+
+// noteMethod records a call's method (a known one: the label stays bounded).
+func noteMethod(w http.ResponseWriter, method string) {
+	if cw, ok := w.(*countedWriter); ok {
+		cw.method = method
+	}
+}
+
+// noteAnswer records the code of a JSON-RPC answer written to w.
+func noteAnswer(w http.ResponseWriter, v any) {
+	if resp, ok := v.(*a2a.Response); ok && resp.Error != nil {
+		noteCode(w, resp.Error.Code)
+	}
+}
+
+// noteCode records the JSON-RPC error code a call answered with.
+func noteCode(w http.ResponseWriter, code int) {
+	if cw, ok := w.(*countedWriter); ok {
+		cw.code = strconv.Itoa(code)
+	}
+}

@@ -1,0 +1,228 @@
+// Package metrics holds the mesh's Prometheus metrics: every family is
+// defined here, registered on a registry of its own (not the global one,
+// so several meshes in one process, and tests, do not collide). Edges and
+// workers record through nil-safe methods: a nil *Metrics records nothing.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Outcomes of a push delivery attempt (PushDelivery).
+const (
+	PushDelivered = "delivered" // the receiver answered 2xx
+	PushRetried   = "retried"   // failed; another attempt follows
+	PushGaveUp    = "gave_up"   // failed for the last time, or refused by the SSRF guard
+	PushDropped   = "dropped"   // nothing to deliver any more (config deleted, event expired, job malformed)
+)
+
+// Outcomes of a worker run (RunStarted).
+const (
+	RunSettled    = "settled"     // the turn's state was recorded; the work acked
+	RunHandedBack = "handed_back" // the worker stopped; the work went back to the queue
+	RunRetried    = "retried"     // the bus failed; the work goes back to run again
+	RunSuperseded = "superseded"  // a redelivery of the same work owns the task now
+)
+
+// ScrapeTimeout bounds the JetStream requests one scrape makes for the
+// consumer statistics.
+const ScrapeTimeout = 2 * time.Second
+
+// Metrics is the set of collectors of one process (or of one dev mesh).
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests *prometheus.CounterVec
+	sse      prometheus.Gauge
+	push     *prometheus.CounterVec
+	inFlight *prometheus.GaugeVec
+	duration *prometheus.HistogramVec
+	runs     *prometheus.CounterVec
+
+	dyn *dynamic
+}
+
+// New returns metrics registered on a fresh registry, with the Go runtime
+// and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2amesh_edge_requests_total",
+			Help: "JSON-RPC calls served by the edge, by method and result code (the JSON-RPC error code, or ok).",
+		}, []string{"method", "code"}),
+		sse: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "a2amesh_edge_sse_connections",
+			Help: "SSE streams the edge has open (message/stream, tasks/resubscribe).",
+		}),
+		push: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2amesh_push_deliveries_total",
+			Help: "Push notification delivery attempts, by outcome (delivered, retried, gave_up, dropped).",
+		}, []string{"outcome"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "a2amesh_worker_tasks_in_flight",
+			Help: "Task runs in progress in the worker, by agent.",
+		}, []string{"agent"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "a2amesh_worker_task_duration_seconds",
+			Help:    "Duration of one run of an agent, by agent and the state it left the task in (or handed_back).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"agent", "state"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2amesh_worker_runs_total",
+			Help: "Runs of an agent, by agent and outcome (settled, handed_back, retried, superseded).",
+		}, []string{"agent", "outcome"}),
+		dyn: newDynamic(),
+	}
+	m.reg.MustRegister(m.requests, m.sse, m.push, m.inFlight, m.duration, m.runs, m.dyn,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the registry the metrics are registered on, for adding more.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// EdgeRequest counts one JSON-RPC call. method must come from a bounded
+// set (the caller maps unknown methods to "unknown").
+func (m *Metrics) EdgeRequest(method, code string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(method, code).Inc()
+}
+
+// SSEOpened counts an SSE stream opened; call the returned func when it
+// closes.
+func (m *Metrics) SSEOpened() (closed func()) {
+	if m == nil {
+		return func() {}
+	}
+	m.sse.Inc()
+	return m.sse.Dec
+}
+
+// PushDelivery counts one push delivery attempt by outcome (Push*).
+func (m *Metrics) PushDelivery(outcome string) {
+	if m == nil {
+		return
+	}
+	m.push.WithLabelValues(outcome).Inc()
+}
+
+// RunStarted records a run of agent starting; call the returned func when
+// it ends, with the state it left the task in and its outcome (Run*).
+func (m *Metrics) RunStarted(agent string) (ended func(state, outcome string)) {
+	if m == nil {
+		return func(string, string) {}
+	}
+	start := time.Now()
+	g := m.inFlight.WithLabelValues(agent)
+	g.Inc()
+	return func(state, outcome string) {
+		g.Dec()
+		m.duration.WithLabelValues(agent, state).Observe(time.Since(start).Seconds())
+		m.runs.WithLabelValues(agent, outcome).Inc()
+	}
+}
+
+// SetRegistrySize makes a2amesh_registry_agents report what size returns
+// (the live agents in an edge's registry table).
+func (m *Metrics) SetRegistrySize(size func() int) {
+	if m == nil {
+		return
+	}
+	m.dyn.mu.Lock()
+	m.dyn.registrySize = size
+	m.dyn.mu.Unlock()
+}
+
+// AddConsumers adds a source of JetStream consumer statistics, read at
+// each scrape (within ScrapeTimeout). A consumer several sources report is
+// reported once.
+func (m *Metrics) AddConsumers(src ConsumerSource) {
+	if m == nil {
+		return
+	}
+	m.dyn.mu.Lock()
+	m.dyn.sources = append(m.dyn.sources, src)
+	m.dyn.mu.Unlock()
+}
+
+// ConsumerStats are the counts of one JetStream consumer.
+type ConsumerStats struct {
+	Consumer    string
+	Pending     uint64 // messages not yet delivered
+	AckPending  uint64 // delivered, not yet acknowledged
+	Redelivered uint64 // delivered more than once, not yet acknowledged
+}
+
+// ConsumerSource reports consumer statistics; it should give up when ctx
+// ends, returning what it has.
+type ConsumerSource func(ctx context.Context) []ConsumerStats
+
+// dynamic collects at scrape time what is read from elsewhere: the
+// registry table's size and the consumers' statistics.
+type dynamic struct {
+	mu           sync.Mutex
+	registrySize func() int
+	sources      []ConsumerSource
+
+	agents, pending, ackPending, redelivered *prometheus.Desc
+}
+
+func newDynamic() *dynamic {
+	return &dynamic{
+		agents: prometheus.NewDesc("a2amesh_registry_agents",
+			"Live agents in the edge's registry table.", nil, nil),
+		pending: prometheus.NewDesc("a2amesh_consumer_pending",
+			"Messages of the JetStream consumer not yet delivered.", []string{"consumer"}, nil),
+		ackPending: prometheus.NewDesc("a2amesh_consumer_ack_pending",
+			"Messages of the JetStream consumer delivered and not yet acknowledged.", []string{"consumer"}, nil),
+		redelivered: prometheus.NewDesc("a2amesh_consumer_redelivered",
+			"Messages of the JetStream consumer delivered more than once and not yet acknowledged.", []string{"consumer"}, nil),
+	}
+}
+
+func (d *dynamic) Describe(ch chan<- *prometheus.Desc) {
+	ch <- d.agents
+	ch <- d.pending
+	ch <- d.ackPending
+	ch <- d.redelivered
+}
+
+func (d *dynamic) Collect(ch chan<- prometheus.Metric) {
+	d.mu.Lock()
+	size, sources := d.registrySize, append([]ConsumerSource(nil), d.sources...)
+	d.mu.Unlock()
+	if size != nil {
+		ch <- prometheus.MustNewConstMetric(d.agents, prometheus.GaugeValue, float64(size()))
+	}
+	if len(sources) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	defer cancel()
+	seen := map[string]bool{}
+	for _, src := range sources {
+		for _, s := range src(ctx) {
+			if seen[s.Consumer] {
+				continue
+			}
+			seen[s.Consumer] = true
+			ch <- prometheus.MustNewConstMetric(d.pending, prometheus.GaugeValue, float64(s.Pending), s.Consumer)
+			ch <- prometheus.MustNewConstMetric(d.ackPending, prometheus.GaugeValue, float64(s.AckPending), s.Consumer)
+			ch <- prometheus.MustNewConstMetric(d.redelivered, prometheus.GaugeValue, float64(s.Redelivered), s.Consumer)
+		}
+	}
+}
