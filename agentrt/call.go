@@ -216,27 +216,12 @@ func (m *Mesh) continueTask(ctx context.Context, msg *a2a.Message) (*bus.TaskRec
 func (m *Mesh) cancel(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _, err := m.b.UpdateTask(ctx, id, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-		return statusUpdate(cur, a2a.StateCanceled, "canceled: the calling task ended"), nil
-	})
-	if err == nil {
-		_ = m.b.PublishCancel(id)
-	}
+	_, _ = m.b.CancelTask(ctx, id, nil, "canceled: the calling task ended")
 }
 
 // fail fails a called task that could not be queued.
 func (m *Mesh) fail(id, text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _, _ = m.b.UpdateTask(ctx, id, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-		return statusUpdate(cur, a2a.StateFailed, text), nil
-	})
-}
-
-func statusUpdate(rec *bus.TaskRecord, st a2a.TaskState, text string) *a2a.StreamResponse {
-	s := a2a.TaskStatus{State: st, Timestamp: a2a.Now()}
-	if text != "" {
-		s.Message = AgentMessage(rec.Task.ID, rec.Task.ContextID, text)
-	}
-	return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, Status: s}}
+	_, _ = m.b.SetStatus(ctx, id, nil, a2a.StateFailed, text)
 }

@@ -261,30 +261,17 @@ func (e *Edge) enqueue(ctx context.Context, c *call, p *sendPlan) error {
 	// push: the send's push config, stored before the agent runs (push.go);
 	// if that fails the turn must not stay recorded but never run
 	if err := e.storeSendPush(ctx, c, p); err != nil {
-		_, _, _ = e.bus.UpdateTask(ctx, p.rec.Task.ID, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-			return statusEvent(cur, a2a.StateFailed, "the push notification config could not be stored"), nil
-		})
+		_, _ = e.bus.SetStatus(ctx, p.rec.Task.ID, nil, a2a.StateFailed, "the push notification config could not be stored")
 		return err
 	}
 	pctx, span, hdr := startPublish(ctx, p.item, p.msgID)
 	err := e.bus.Enqueue(pctx, p.item, p.msgID, hdr)
 	endSpan(span, err)
 	if errors.Is(err, bus.ErrQueueFull) {
-		_, _, _ = e.bus.UpdateTask(ctx, p.rec.Task.ID, nil, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-			return statusEvent(cur, a2a.StateFailed, "the mesh's queue for agent "+cur.Agent+" is full; retry later"), nil
-		})
+		_, _ = e.bus.SetStatus(ctx, p.rec.Task.ID, nil, a2a.StateFailed, "the mesh's queue for agent "+c.agent+" is full; retry later")
 		return a2a.ErrServerBusy.With("agent %s is at capacity (work queue full); retry later", c.agent)
 	}
 	return err
-}
-
-func statusEvent(rec *bus.TaskRecord, st a2a.TaskState, text string) *a2a.StreamResponse {
-	s := a2a.TaskStatus{State: st, Timestamp: a2a.Now()}
-	if text != "" {
-		s.Message = &a2a.Message{MessageID: uuid.NewString(), Role: a2a.RoleAgent, TaskID: rec.Task.ID,
-			ContextID: rec.Task.ContextID, Parts: []a2a.Part{a2a.TextPart(text)}}
-	}
-	return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, Status: s}}
 }
 
 // send serves SendMessage / message/send.

@@ -41,17 +41,12 @@ func (e *Edge) cancelTask(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, _, err := e.bus.UpdateTask(ctx, p.ID, rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-		return statusEvent(cur, a2a.StateCanceled, ""), nil
-	})
+	next, err := e.bus.CancelTask(ctx, p.ID, rec, "")
 	if errors.Is(err, bus.ErrTerminal) {
 		return nil, a2a.ErrTaskNotCancelable.With("Task cannot be canceled: it is already %s", a2a.StateV03(next.Task.Status.State))
 	}
 	if err != nil {
 		return nil, err
-	}
-	if err := e.bus.PublishCancel(p.ID); err != nil {
-		c.log.Warn("cancel notice not sent; the worker stops at its next event", "task_id", p.ID, "err", err)
 	}
 	return c.encodeTask(&next.Task), nil
 }
