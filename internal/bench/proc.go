@@ -221,6 +221,33 @@ func StartEdgeProc(ctx context.Context, bin, natsURL string) (*Proc, string, err
 
 // waitTCP waits until addr accepts connections, p exits, or timeout passes.
 func waitTCP(ctx context.Context, p *Proc, addr string, timeout time.Duration) error {
+	return waitFor(ctx, p, timeout, "nothing listening at "+addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// waitHTTP polls url until it answers 200, p exits, or timeout passes.
+func waitHTTP(ctx context.Context, p *Proc, url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	return waitFor(ctx, p, timeout, url+" not answering", func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// waitFor polls ready every 20ms until it holds, p exits, ctx ends or
+// timeout passes; what names the failure.
+func waitFor(ctx context.Context, p *Proc, timeout time.Duration, what string, ready func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for attempt := 0; attempt < 100_000; attempt++ {
 		select {
@@ -228,8 +255,7 @@ func waitTCP(ctx context.Context, p *Proc, addr string, timeout time.Duration) e
 			return fmt.Errorf("bench: %s exited: %s", p.cmd.Path, p.Output())
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
+		if ready() {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -240,36 +266,7 @@ func waitTCP(ctx context.Context, p *Proc, addr string, timeout time.Duration) e
 		}
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
-	return fmt.Errorf("bench: nothing listening at %s after %v: %s", addr, timeout, p.Output())
-}
-
-// waitHTTP polls url until it answers 200, p exits, or timeout passes.
-func waitHTTP(ctx context.Context, p *Proc, url string, timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(timeout)
-	for attempt := 0; attempt < 100_000; attempt++ {
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("bench: %s exited: %s", p.cmd.Path, p.Output())
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		sleepCtx(ctx, 20*time.Millisecond)
-	}
-	return fmt.Errorf("bench: %s not answering after %v: %s", url, timeout, p.Output())
+	return fmt.Errorf("bench: %s after %v: %s", what, timeout, p.Output())
 }
 
 // Close stops the edge, then NATS, and removes NATS's files.
