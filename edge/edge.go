@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -62,6 +63,9 @@ type Edge struct {
 	reg *registry.Table
 	log *slog.Logger
 	mux *http.ServeMux
+
+	limiter *limiter                  // nil: no rate limit (limit.go)
+	pushSt  atomic.Pointer[pushState] // set once Start runs push (push.go)
 }
 
 // New returns an edge serving cfg.
@@ -86,6 +90,9 @@ func New(cfg Config) *Edge {
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Limits.Rate > 0 {
+		e.limiter = newLimiter(cfg.Limits, nil)
+	}
 	e.routes()
 	e.watchMetrics()
 	return e

@@ -4,11 +4,9 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/a2amesh/a2amesh/a2a"
 )
@@ -190,7 +188,7 @@ func limitKey(r *http.Request, principal string) string {
 // seconds, at least 1) and a JSON-RPC error with id null, before the body
 // is read.
 func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string) bool {
-	lim := e.rateLimiter()
+	lim := e.limiter
 	if lim == nil {
 		return true
 	}
@@ -203,25 +201,4 @@ func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string) b
 	writeJSON(w, http.StatusTooManyRequests, a2a.NewError(nil, &a2a.Error{
 		Code: codeRateLimited, Message: "Rate limit exceeded: retry after " + strconv.Itoa(secs) + "s"}))
 	return false
-}
-
-// limiters holds each rate-limited Edge's buckets, keyed weakly so an Edge
-// that is dropped takes its buckets with it. (State of the Edge kept beside
-// it rather than in it, so limiting stays in this file.)
-var limiters sync.Map // weak.Pointer[Edge] -> *limiter
-
-// rateLimiter returns the edge's limiter, nil when calls are not limited.
-func (e *Edge) rateLimiter() *limiter {
-	if !(e.cfg.Limits.Rate > 0) {
-		return nil
-	}
-	k := weak.Make(e)
-	if v, ok := limiters.Load(k); ok {
-		return v.(*limiter)
-	}
-	v, loaded := limiters.LoadOrStore(k, newLimiter(e.cfg.Limits, nil))
-	if !loaded {
-		runtime.AddCleanup(e, func(k weak.Pointer[Edge]) { limiters.Delete(k) }, k)
-	}
-	return v.(*limiter)
 }

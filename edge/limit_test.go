@@ -159,7 +159,8 @@ func TestLimitKey(t *testing.T) {
 }
 
 func TestAllowAnswers429(t *testing.T) {
-	e := &Edge{cfg: Config{Limits: Limits{Rate: 0.5, Burst: 1}}}
+	lim := Limits{Rate: 0.5, Burst: 1}
+	e := &Edge{cfg: Config{Limits: lim}, limiter: newLimiter(lim, nil)}
 	call := func() *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/a2a", nil)

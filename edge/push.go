@@ -124,14 +124,8 @@ type pushState struct {
 	wg      sync.WaitGroup
 }
 
-var pushStates sync.Map // *Edge → *pushState
-
-func (e *Edge) push() *pushState {
-	if v, ok := pushStates.Load(e); ok {
-		return v.(*pushState)
-	}
-	return nil
-}
+// push is the edge's push state, nil until Start runs push.
+func (e *Edge) push() *pushState { return e.pushSt.Load() }
 
 // pushEnabled reports whether this edge delivers push notifications (what
 // cards advertise): configured, and Start has its consumers running.
@@ -171,7 +165,7 @@ func (e *Edge) Start(ctx context.Context) error {
 	if err := st.start(ctx, e); err != nil {
 		return err
 	}
-	pushStates.Store(e, st)
+	e.pushSt.Store(st)
 	st.running.Store(true)
 	e.log.Info("push notifications on", "signing_kid", signer.KeyID(), "max_attempts", pc.MaxAttempts, "trusted", pc.Trusted)
 	go func() {
