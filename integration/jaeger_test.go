@@ -150,25 +150,34 @@ func TestJaegerPlannerTrace(t *testing.T) {
 	require.Equal(t, "TASK_STATE_COMPLETED", r.Result.Task.Status.State)
 
 	want := []string{"a2amesh-edge", "a2amesh-worker-echo", "a2amesh-worker-planner", "a2amesh-worker-upper"}
-	var got jaegerTraceView
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; i < 300 && time.Now().Before(deadline); i++ {
-		got = fetchJaegerTrace(t, query, traceID)
-		if got.hasServices(want) && got.has("a2amesh-worker-planner", "delegate echo") && got.has("a2amesh-worker-planner", "delegate upper") &&
-			got.has("a2amesh-worker-echo", "run echo") && got.has("a2amesh-worker-upper", "run upper") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.Truef(t, got.hasServices(want), "services in Jaeger: %v, want %v", got.services(), want)
-	for _, sp := range [][2]string{
+	spans := [][2]string{
 		{"a2amesh-edge", "SendMessage"},
 		{"a2amesh-worker-planner", "run planner"},
 		{"a2amesh-worker-planner", "delegate echo"},
 		{"a2amesh-worker-planner", "delegate upper"},
 		{"a2amesh-worker-echo", "run echo"},
 		{"a2amesh-worker-upper", "run upper"},
-	} {
+	}
+	complete := func(v jaegerTraceView) bool {
+		for _, sp := range spans {
+			if !v.has(sp[0], sp[1]) {
+				return false
+			}
+		}
+		return v.hasServices(want)
+	}
+	// Each process exports on its own schedule (the edge's server span
+	// ends after its answer is written): wait for every expected span.
+	var got jaegerTraceView
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < 300 && time.Now().Before(deadline); i++ {
+		if got = fetchJaegerTrace(t, query, traceID); complete(got) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Truef(t, got.hasServices(want), "services in Jaeger: %v, want %v", got.services(), want)
+	for _, sp := range spans {
 		require.Truef(t, got.has(sp[0], sp[1]), "no span %q of %s in the trace: %v", sp[1], sp[0], got.spans())
 	}
 	// The delegates run beneath the planner's run: each "run echo" has the
