@@ -813,9 +813,19 @@ func clusterFault(t *testing.T, bin string) {
 	// What the bus says: each acknowledged task completed exactly once,
 	// and each messageId made at most one task.
 	byMsg := map[string][]string{}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	all, err := admin.ListTasks(ctx, func(r *bus.TaskRecord) bool { return r.Agent == "slow" })
-	cancel()
+	// Known issue: a bucket scan started just after the node loss can
+	// stall until nats.go replaces its ordered consumer (~10s); retried
+	// and logged rather than failed.
+	var all []*bus.TaskRecord
+	for attempt := 1; attempt <= 3; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		all, err = admin.ListTasks(ctx, func(r *bus.TaskRecord) bool { return r.Agent == "slow" })
+		cancel()
+		if err == nil {
+			break
+		}
+		t.Logf("KNOWN ISSUE: listing tasks after the node loss, attempt %d: %v", attempt, err)
+	}
 	require.NoError(t, err)
 	for _, r := range all {
 		if r.Task.Status.State != a2a.StateCompleted {
