@@ -246,7 +246,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	defer cancelTimeout()
 	runEnded := w.Metrics.RunStarted(w.Name)
 	outcome := metrics.RunSettled
-	defer func() { runEnded(runState(wr, outcome), outcome) }()
+	started := time.Now()
+	defer func() {
+		state := runState(wr, outcome)
+		runEnded(state, outcome)
+		log.Debug("run ended", "state", state, "outcome", outcome, "duration", time.Since(started).Round(time.Microsecond))
+	}()
 	runErr := w.runTraced(timeoutCtx, req, wr)
 
 	cause := context.Cause(timeoutCtx)

@@ -486,6 +486,9 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 		return
 	}
 	pctx, span := e.startPushSpan(ctx, &job, attempt)
+	if sc := span.SpanContext(); sc.IsValid() {
+		log = log.With("trace_id", sc.TraceID().String())
+	}
 	status, err := st.post(pctx, rec, body)
 	endPushSpan(span, status, err)
 	switch {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -155,6 +156,7 @@ func (e *Edge) dispatch(c *call) {
 		result any
 		err    error
 	)
+	defer c.logServed(time.Now(), &err)
 	if c.op.Streaming() {
 		defer e.cfg.Metrics.SSEOpened()()
 	}
@@ -190,6 +192,19 @@ func (e *Edge) dispatch(c *call) {
 		return
 	}
 	e.writeRPC(c.w, http.StatusOK, a2a.NewResult(c.req.ID, result))
+}
+
+// logServed writes the call's access line at debug level: method, agent,
+// task, trace id (all on c.log by now), outcome and duration.
+func (c *call) logServed(start time.Time, err *error) {
+	if !c.log.Enabled(c.r.Context(), slog.LevelDebug) {
+		return
+	}
+	code := 0
+	if *err != nil && !errors.Is(*err, errStreamStarted) {
+		code = a2a.AsError(*err).Code
+	}
+	c.log.Debug("call served", "code", code, "duration", time.Since(start).Round(time.Microsecond))
 }
 
 // writeError answers a call with an error. Clients read a stream call's

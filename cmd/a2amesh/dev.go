@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -27,14 +28,14 @@ func runDev(ctx context.Context, args []string) error {
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
 	maxTasks := fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed (env A2AMESH_MAX_TASKS)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
-	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}
 		return err
 	}
-	log := newLogger(*logLevel)
+	log := lf.logger()
 	ecfg, err := ef.config()
 	if err != nil {
 		return err
@@ -70,10 +71,37 @@ func envDuration(key string, def time.Duration) time.Duration {
 	return def
 }
 
-func newLogger(level string) *slog.Logger {
+// logFlags are the logging flags every role takes.
+type logFlags struct{ level, format *string }
+
+func addLogFlags(fs *flag.FlagSet) logFlags {
+	return logFlags{
+		level:  fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)"),
+		format: fs.String("log-format", envOr("A2AMESH_LOG_FORMAT", "text"), "text (logfmt) or json, one object per line (env A2AMESH_LOG_FORMAT)"),
+	}
+}
+
+// logger builds the process's logger on stderr. Lines about a task carry
+// task_id, and trace_id when tracing is on, so logs and traces meet.
+func (f logFlags) logger() *slog.Logger {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
+	badLevel := l.UnmarshalText([]byte(*f.level)) != nil
+	if badLevel {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	opts := &slog.HandlerOptions{Level: l}
+	var log *slog.Logger
+	switch strings.ToLower(*f.format) {
+	case "json":
+		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	default:
+		log = slog.New(slog.NewTextHandler(os.Stderr, opts))
+		if v := strings.ToLower(*f.format); v != "text" && v != "logfmt" {
+			log.Warn("unknown --log-format; using text", "log_format", *f.format)
+		}
+	}
+	if badLevel {
+		log.Warn("unknown --log-level; using info", "log_level", *f.level)
+	}
+	return log
 }

@@ -43,11 +43,11 @@ func runNATS(ctx context.Context, args []string) error {
 	routes := fs.String("routes", envOr("A2AMESH_ROUTES", ""), "routes to the other nodes, nats-route://host:port,... (env A2AMESH_ROUTES)")
 	token := fs.String("token", envOr("A2AMESH_NATS_TOKEN", ""), "require this token from clients (env A2AMESH_NATS_TOKEN)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (env A2AMESH_SYNC_ALWAYS)")
-	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	log := newLogger(*logLevel)
+	log := lf.logger()
 	host, port, err := splitHostPort(*listen)
 	if err != nil {
 		return err
@@ -121,11 +121,11 @@ func runEdge(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
 	nf := addNATSFlags(fs)
 	ef := addEdgeFlags(fs, "")
-	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	log := newLogger(*logLevel)
+	log := lf.logger()
 	stopTracing, err := startTracing(ctx, tracing.ServiceEdge, log)
 	if err != nil {
 		return err
@@ -198,7 +198,7 @@ func runWorker(ctx context.Context, args []string) error {
 	concurrency := fs.Int("concurrency", envInt("A2AMESH_CONCURRENCY", 16), "tasks this worker runs at once (env A2AMESH_CONCURRENCY)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
 	metricsListen := fs.String("metrics-listen", envOr("A2AMESH_METRICS_LISTEN", ""), "serve Prometheus metrics on GET /metrics at host:port, without auth (env A2AMESH_METRICS_LISTEN; default off)")
-	logLevel := fs.String("log-level", envOr("A2AMESH_LOG_LEVEL", "info"), "debug, info, warn or error (env A2AMESH_LOG_LEVEL)")
+	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func runWorker(ctx context.Context, args []string) error {
 			*name = *agentName
 		}
 	}
-	log := newLogger(*logLevel)
+	log := lf.logger()
 	stopTracing, err := startTracing(ctx, tracing.ServiceWorker(firstNonEmpty(*name, *agentName, "proxy")), log)
 	if err != nil {
 		return err
