@@ -204,7 +204,7 @@ func (c *call) logServed(start time.Time, err *error) {
 	if *err != nil && !errors.Is(*err, errStreamStarted) {
 		code = a2a.AsError(*err).Code
 	}
-	c.log.Debug("call served", "code", code, "duration", time.Since(start).Round(time.Microsecond))
+	c.log.Debug("call served", "code", code, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 }
 
 // writeError answers a call with an error. Clients read a stream call's
