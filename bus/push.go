@@ -151,16 +151,19 @@ func (p *PushStore) List(ctx context.Context, taskID string) ([]*PushRecord, err
 	if !ValidToken(taskID) {
 		return nil, nil
 	}
-	lister, err := p.kv.ListKeysFiltered(ctx, taskID+".*")
-	if err != nil {
-		return nil, fmt.Errorf("bus: list push configs: %w", err)
-	}
-	defer func() { _ = lister.Stop() }()
 	var keys []string
-	for k := range lister.Keys() {
-		if len(keys) < maxListed {
-			keys = append(keys, k)
-		}
+	err := scanBucket(ctx, "list push configs",
+		func(ctx context.Context) (jetstream.KeyWatcher, error) {
+			return p.kv.Watch(ctx, taskID+".*", jetstream.IgnoreDeletes(), jetstream.MetaOnly())
+		},
+		func() { keys = keys[:0] },
+		func(e jetstream.KeyValueEntry) {
+			if len(keys) < maxListed {
+				keys = append(keys, e.Key())
+			}
+		})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]*PushRecord, 0, len(keys))
 	for _, k := range keys {

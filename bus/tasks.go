@@ -464,21 +464,16 @@ func (r *EventReader) Err() error { return r.err }
 // bucket with one ordered watcher, not one request per key, and brings the
 // snapshots of unfinished tasks up to date with their logs.
 func (b *Bus) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*TaskRecord, error) {
-	w, err := b.tasks.WatchAll(ctx, jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("bus: list tasks: %w", err)
-	}
-	defer w.Stop()
 	var out []*TaskRecord
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return out, nil
-			}
+	err := scanBucket(ctx, "list tasks",
+		func(ctx context.Context) (jetstream.KeyWatcher, error) {
+			return b.tasks.WatchAll(ctx, jetstream.IgnoreDeletes())
+		},
+		func() { out = out[:0] },
+		func(e jetstream.KeyValueEntry) {
 			var rec TaskRecord
 			if json.Unmarshal(e.Value(), &rec) != nil {
-				continue
+				return
 			}
 			rec.rev = e.Revision()
 			r := &rec
@@ -490,8 +485,9 @@ func (b *Bus) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*Ta
 			if keep(r) {
 				out = append(out, r)
 			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

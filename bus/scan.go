@@ -1,0 +1,70 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// scanStall is how long a bucket scan waits for its next entry before it
+// starts over. A scan reads the bucket through an ordered consumer; if the
+// server holding that consumer goes away (a cluster node lost), nats.go
+// replaces it only after its heartbeats have gone missing, about 10 s,
+// and the caller (a ListTasks call, a client waiting) would sit through
+// that. Starting over lands on a live server at once.
+var scanStall = 2 * time.Second
+
+// scanAttempts bounds the starts of one scan.
+const scanAttempts = 5
+
+var errScanStalled = errors.New("bus: bucket scan stalled")
+
+// scanBucket calls each for every entry a watcher opened by open delivers
+// before its end-of-initial-values marker. A scan that stalls is started
+// over: reset is called first, so each must gather afresh.
+func scanBucket(ctx context.Context, what string, open func(context.Context) (jetstream.KeyWatcher, error),
+	reset func(), each func(jetstream.KeyValueEntry)) error {
+	var err error
+	for attempt := 1; attempt <= scanAttempts; attempt++ {
+		if attempt > 1 {
+			reset()
+		}
+		err = scanOnce(ctx, open, each)
+		if !errors.Is(err, errScanStalled) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bus: %s: %w", what, err)
+	}
+	return nil
+}
+
+func scanOnce(ctx context.Context, open func(context.Context) (jetstream.KeyWatcher, error), each func(jetstream.KeyValueEntry)) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := open(wctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	stall := time.NewTimer(scanStall)
+	defer stall.Stop()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok || e == nil {
+				return nil
+			}
+			each(e)
+			stall.Reset(scanStall)
+		case <-stall.C:
+			return errScanStalled
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
