@@ -244,7 +244,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
-	runEnded := w.Metrics.RunStarted(w.Name)
+	runEnded := w.Metrics.RunStarted(w.Name, meta.Timestamp)
 	outcome := metrics.RunSettled
 	started := time.Now()
 	defer func() {

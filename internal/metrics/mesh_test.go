@@ -84,6 +84,7 @@ func TestMeshMetrics(t *testing.T) {
 	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"method": "SendStreamingMessage", "code": "ok"}), 1.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"method": "unknown", "code": "-32601"}), 1.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_worker_task_duration_seconds", map[string]string{"agent": "echo", "state": "completed"}), 2.0)
+	require.GreaterOrEqual(t, value(fams, "a2amesh_worker_turn_latency_seconds", map[string]string{"agent": "echo", "state": "completed"}), 2.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_worker_runs_total", map[string]string{"agent": "echo", "outcome": "settled"}), 2.0)
 	require.Equal(t, 0.0, value(fams, "a2amesh_edge_sse_connections", nil))
 	require.GreaterOrEqual(t, value(fams, "a2amesh_registry_agents", nil), 1.0)

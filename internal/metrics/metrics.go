@@ -43,6 +43,7 @@ type Metrics struct {
 	push     *prometheus.CounterVec
 	inFlight *prometheus.GaugeVec
 	duration *prometheus.HistogramVec
+	latency  *prometheus.HistogramVec
 	runs     *prometheus.CounterVec
 
 	dyn *dynamic
@@ -74,13 +75,18 @@ func New() *Metrics {
 			Help:    "Duration of one run of an agent, by agent and the state it left the task in (or handed_back).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		}, []string{"agent", "state"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "a2amesh_worker_turn_latency_seconds",
+			Help:    "Time from a turn's enqueue to the run that settled it (queue wait and any earlier runs included), by agent and the state it left the task in.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"agent", "state"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "a2amesh_worker_runs_total",
 			Help: "Runs of an agent, by agent and outcome (settled, handed_back, retried, superseded).",
 		}, []string{"agent", "outcome"}),
 		dyn: newDynamic(),
 	}
-	m.reg.MustRegister(m.requests, m.sse, m.push, m.inFlight, m.duration, m.runs, m.dyn,
+	m.reg.MustRegister(m.requests, m.sse, m.push, m.inFlight, m.duration, m.latency, m.runs, m.dyn,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -120,9 +126,11 @@ func (m *Metrics) PushDelivery(outcome string) {
 	m.push.WithLabelValues(outcome).Inc()
 }
 
-// RunStarted records a run of agent starting; call the returned func when
-// it ends, with the state it left the task in and its outcome (Run*).
-func (m *Metrics) RunStarted(agent string) (ended func(state, outcome string)) {
+// RunStarted records a run of agent starting, for a turn enqueued at
+// queued (zero if unknown); call the returned func when it ends, with the
+// state it left the task in and its outcome (Run*). A settled run also
+// observes the turn's latency.
+func (m *Metrics) RunStarted(agent string, queued time.Time) (ended func(state, outcome string)) {
 	if m == nil {
 		return func(string, string) {}
 	}
@@ -131,8 +139,12 @@ func (m *Metrics) RunStarted(agent string) (ended func(state, outcome string)) {
 	g.Inc()
 	return func(state, outcome string) {
 		g.Dec()
-		m.duration.WithLabelValues(agent, state).Observe(time.Since(start).Seconds())
+		now := time.Now()
+		m.duration.WithLabelValues(agent, state).Observe(now.Sub(start).Seconds())
 		m.runs.WithLabelValues(agent, outcome).Inc()
+		if outcome == RunSettled && !queued.IsZero() {
+			m.latency.WithLabelValues(agent, state).Observe(max(now.Sub(queued), 0).Seconds())
+		}
 	}
 }
 

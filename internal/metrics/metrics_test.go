@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,8 +29,9 @@ func TestHandlerServesFamilies(t *testing.T) {
 	m.EdgeRequest("unknown", "-32601")
 	closeSSE := m.SSEOpened()
 	m.PushDelivery(PushDelivered)
-	ended := m.RunStarted("echo")
+	ended := m.RunStarted("echo", time.Now().Add(-time.Second))
 	ended("completed", RunSettled)
+	m.RunStarted("echo", time.Now())("handed_back", RunHandedBack) // no latency: the turn is not done
 	m.SetRegistrySize(func() int { return 3 })
 	m.AddConsumers(func(context.Context) []ConsumerStats {
 		return []ConsumerStats{{Consumer: "worker_echo", Pending: 2, AckPending: 1, Redelivered: 0}}
@@ -47,6 +49,10 @@ func TestHandlerServesFamilies(t *testing.T) {
 		`a2amesh_push_deliveries_total{outcome="delivered"} 1`,
 		`a2amesh_worker_tasks_in_flight{agent="echo"} 0`,
 		`a2amesh_worker_task_duration_seconds_count{agent="echo",state="completed"} 1`,
+		`a2amesh_worker_turn_latency_seconds_count{agent="echo",state="completed"} 1`,
+		`a2amesh_worker_turn_latency_seconds_bucket{agent="echo",state="completed",le="0.5"} 0`,
+		`a2amesh_worker_turn_latency_seconds_bucket{agent="echo",state="completed",le="1"} 0`,
+		`a2amesh_worker_turn_latency_seconds_bucket{agent="echo",state="completed",le="2.5"} 1`,
 		`a2amesh_worker_runs_total{agent="echo",outcome="settled"} 1`,
 		`a2amesh_registry_agents 3`,
 		`a2amesh_consumer_pending{consumer="worker_echo"} 2`,
@@ -83,7 +89,7 @@ func TestNilMetrics(t *testing.T) {
 	m.EdgeRequest("SendMessage", "ok")
 	m.SSEOpened()()
 	m.PushDelivery(PushRetried)
-	m.RunStarted("echo")("completed", RunSettled)
+	m.RunStarted("echo", time.Time{})("completed", RunSettled)
 	m.SetRegistrySize(func() int { return 1 })
 	m.AddConsumers(nil)
 }
