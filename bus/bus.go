@@ -146,6 +146,10 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 		AllowDirect: true,
+		// Appends carry a message id only so that publish can repeat
+		// them through a failover: the window need only outlast that
+		// (the default, 2 min, kept four times the ids in memory).
+		Duplicates: 2 * failoverBudget,
 		// Refuse rather than drop (retention.go): a full log fails its
 		// task's next append; Trim keeps the stream below MaxEvents.
 		Discard:              jetstream.DiscardNew,
