@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type writer struct {
 	final      a2a.TaskState // last state written by this run, if final
 	unnamed    int           // artifacts written without an id so far
 	busErr     error         // the last write the bus failed (not a closed task)
+	full       bool          // a write was refused by the events-per-task bound
 }
 
 func (w *writer) update(ev *a2a.StreamResponse) error {
@@ -46,6 +48,13 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
 	final := ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
+	if final && w.full {
+		// Some of the agent's output was refused: whatever the agent
+		// meant to end with, the task did not get all of it.
+		ev = w.statusEvent(a2a.StateFailed, fmt.Sprintf(
+			"the task reached the mesh's limit of %d events per task; the agent's later output was not recorded",
+			w.b.Config().MaxTaskEvents))
+	}
 	store := final || w.unstored+1 >= storeEvery || time.Since(w.lastStored) >= storeInterval
 	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) {
 		return ev, nil
@@ -61,6 +70,7 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	if err != nil {
 		w.rec = nil // reload next time
 		w.busErr = err
+		w.full = w.full || errors.Is(err, bus.ErrTaskLogFull)
 		return err
 	}
 	w.rec = rec
@@ -84,13 +94,17 @@ const (
 )
 
 func (w *writer) status(state a2a.TaskState, text string) error {
+	return w.update(w.statusEvent(state, text))
+}
+
+func (w *writer) statusEvent(state a2a.TaskState, text string) *a2a.StreamResponse {
 	st := a2a.TaskStatus{State: state, Timestamp: a2a.Now()}
 	if text != "" {
 		st.Message = AgentMessage(w.taskID, w.ctxID, text)
 	}
-	return w.update(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
+	return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
 		TaskID: w.taskID, ContextID: w.ctxID, Status: st,
-	}})
+	}}
 }
 
 func (w *writer) Working(text string) error       { return w.status(a2a.StateWorking, text) }

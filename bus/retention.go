@@ -38,9 +38,12 @@ import (
 //     snapshot with a broken log, nor a log without its beginning.
 //   - The events stream refuses rather than drops (DiscardNew): an event is
 //     never lost from the middle or the start of a live task's log. At
-//     MaxTaskEvents a task's further appends fail ("maximum messages per
-//     subject exceeded"; IsTaskLogFull), the task stays as its last
-//     recorded event left it, readable, until it ages out or is evicted.
+//     MaxTaskEvents a task's further appends would fail ("maximum messages
+//     per subject exceeded"; IsTaskLogFull). So that the task can still
+//     end, the last taskEventsReserve places are kept for events that end
+//     a turn (a final or interrupted status): AppendTask refuses any other
+//     event past MaxTaskEvents-taskEventsReserve with ErrTaskLogFull, and
+//     the worker then fails the task saying why.
 //     Should the trimmer fall behind and the stream reach MaxEvents, new
 //     events are refused until it catches up.
 //   - Should tasks be created faster than the trimmer evicts and the bucket
@@ -97,6 +100,25 @@ func (b *Bus) applyTaskLimits(ctx context.Context) error {
 	cfg.MaxMsgs, cfg.Discard = b.cfg.MaxTasks, jetstream.DiscardOld
 	_, err = b.js.UpdateStream(ctx, cfg)
 	return err
+}
+
+// taskEventsReserve is how many places at the end of a task's log only
+// events ending a turn may take: enough for an interrupted status, then a
+// terminal one (a turn's end, a cancel).
+const taskEventsReserve = 4
+
+// logNearlyFull reports whether rec's log has reached the reserve at its
+// end. Snapshots that do not count their events are not checked (the
+// stream's own bound still holds).
+func (b *Bus) logNearlyFull(rec *TaskRecord) bool {
+	max := b.cfg.MaxTaskEvents
+	return max > taskEventsReserve && rec.Events >= max-taskEventsReserve
+}
+
+// endsTurn reports whether ev is a status that ends a turn: terminal, or
+// waiting on the client.
+func endsTurn(ev *a2a.StreamResponse) bool {
+	return ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
 }
 
 // Errors of an append refused by the retention bounds (see Config).

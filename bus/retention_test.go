@@ -137,9 +137,10 @@ func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
 }
 
 // A task whose log reaches MaxTaskEvents gets a clean error on the next
-// append; its recorded state stays readable and other tasks go on.
+// append; its recorded state stays readable and other tasks go on. (A cap
+// this small leaves no reserve: the stream's own bound answers.)
 func TestRetentionTaskLogCap(t *testing.T) {
-	b := openTestBus(t, Config{MaxTaskEvents: 5})
+	b := openTestBus(t, Config{MaxTaskEvents: taskEventsReserve})
 	ctx := context.Background()
 	_, err := b.CreateTask(ctx, newRecord("big"))
 	require.NoError(t, err)
@@ -147,14 +148,14 @@ func TestRetentionTaskLogCap(t *testing.T) {
 		return func(*TaskRecord) (*a2a.StreamResponse, error) { return status(id, a2a.StateWorking), nil }
 	}
 	var last *TaskRecord
-	for i := 0; i < 4; i++ {
+	for i := 0; i < taskEventsReserve-1; i++ {
 		last, _, err = b.UpdateTask(ctx, "big", nil, working("big"))
-		require.NoError(t, err, "event %d of 5", i+2)
+		require.NoError(t, err, "event %d of %d", i+2, taskEventsReserve)
 	}
 	rec, ev, err := b.UpdateTask(ctx, "big", nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
 		return status("big", a2a.StateCompleted), nil
 	})
-	require.Error(t, err, "the 6th event is refused")
+	require.Error(t, err, "the event past the cap is refused")
 	assert.Nil(t, ev)
 	assert.True(t, IsTaskLogFull(err), "error: %v", err)
 	assert.ErrorIs(t, err, ErrTaskLogFull)
@@ -166,13 +167,53 @@ func TestRetentionTaskLogCap(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateWorking, got.Task.Status.State, "the task is as its last recorded event left it")
 	assert.Equal(t, last.LastSeq, got.LastSeq)
-	assert.Len(t, logStates(t, b, "big"), 4, "the log holds its 5 events (the first is the task)")
+	assert.Len(t, logStates(t, b, "big"), taskEventsReserve-1, "the log holds its events (the first is the task)")
 
 	_, err = b.CreateTask(ctx, newRecord("small"))
 	require.NoError(t, err)
 	_, _, err = b.UpdateTask(ctx, "small", nil, working("small"))
 	require.NoError(t, err, "another task is not affected")
 	assert.False(t, IsTaskLogFull(ErrTaskNotFound))
+}
+
+// Near the cap, the last places of a task's log are kept for events that
+// end a turn, so a task whose agent floods it can still be failed,
+// answered or canceled.
+func TestRetentionTaskLogReserve(t *testing.T) {
+	const max = 10
+	b := openTestBus(t, Config{MaxTaskEvents: max})
+	ctx := context.Background()
+	_, err := b.CreateTask(ctx, newRecord("flood"))
+	require.NoError(t, err)
+	working := func(*TaskRecord) (*a2a.StreamResponse, error) { return status("flood", a2a.StateWorking), nil }
+	var rec *TaskRecord
+	for i := 1; i < max-taskEventsReserve; i++ {
+		rec, _, err = b.UpdateTask(ctx, "flood", nil, working)
+		require.NoError(t, err, "event %d", i+1)
+	}
+	assert.EqualValues(t, max-taskEventsReserve, rec.Events)
+
+	_, _, err = b.UpdateTask(ctx, "flood", nil, working)
+	require.ErrorIs(t, err, ErrTaskLogFull, "a working status past the reserve mark is refused")
+	assert.Equal(t, a2a.CodeServerBusy, a2a.AsError(err).Code)
+
+	_, _, err = b.UpdateTask(ctx, "flood", nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("flood", a2a.StateInputRequired), nil
+	})
+	require.NoError(t, err, "a status ending the turn takes a reserved place")
+	got, _, err := b.UpdateTask(ctx, "flood", nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("flood", a2a.StateCanceled), nil
+	})
+	require.NoError(t, err, "so does a terminal one")
+	assert.Equal(t, a2a.StateCanceled, got.Task.Status.State)
+
+	// The count survives a snapshot rebuilt from the log alone.
+	fresh, err := b.forward(ctx, "flood", nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, max-taskEventsReserve+2, fresh.Events)
+	loaded, err := b.LoadTask(ctx, "flood")
+	require.NoError(t, err)
+	assert.Equal(t, fresh.Events, loaded.Events)
 }
 
 // Tasks created faster than the trimmer runs push the bucket to its bound:

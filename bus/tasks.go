@@ -55,6 +55,9 @@ type TaskRecord struct {
 	// (empty when it was not traced): later calls on the task (streams,
 	// resubscriptions, push deliveries) link to it.
 	Trace string `json:"trace,omitempty"`
+	// Events is how many events of the log this snapshot folds (0 in
+	// snapshots written before it was kept: unknown).
+	Events int64 `json:"events,omitempty"`
 
 	rev uint64 // KV revision this record was read at
 }
@@ -73,6 +76,9 @@ func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskR
 	c.Task.Apply(ev)
 	c.LastSeq = seq
 	c.Updated = at
+	if c.Events > 0 || ev.Task != nil {
+		c.Events++
+	}
 	return c
 }
 
@@ -97,7 +103,7 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 		}
 		return nil, err
 	}
-	rec.LastSeq = seq
+	rec.LastSeq, rec.Events = seq, 1
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -291,6 +297,9 @@ func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate
 		ev, err := mutate(rec)
 		if err != nil {
 			return rec, nil, err
+		}
+		if b.logNearlyFull(rec) && !endsTurn(ev) {
+			return rec, nil, ErrTaskLogFull
 		}
 		seq, err := b.appendEvent(ctx, id, ev, rec.LastSeq, hdr)
 		if isWrongLastSeq(err) {
