@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -55,7 +56,7 @@ func Configured() bool {
 // Setup installs the global tracer provider and the W3C trace-context
 // propagator. When the environment asks for export (see Configured) spans
 // go to an OTLP/HTTP exporter configured by the standard OTEL_EXPORTER_OTLP_*
-// variables, batched (OTEL_BSP_*), sampled per OTEL_TRACES_SAMPLER, with
+// variables (OTLP/HTTP, or gRPC when OTEL_EXPORTER_OTLP_PROTOCOL=grpc), batched (OTEL_BSP_*), sampled per OTEL_TRACES_SAMPLER, with
 // service.name set to service unless OTEL_SERVICE_NAME or
 // OTEL_RESOURCE_ATTRIBUTES says otherwise. Otherwise tracing stays off: the
 // provider is a no-op, and only context that arrived with a request is
@@ -65,11 +66,15 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 	if !Configured() {
 		return func(context.Context) error { return nil }, nil
 	}
-	if p := strings.ToLower(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")); p == "grpc" ||
-		(p == "" && strings.ToLower(os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")) == "grpc") {
-		return nil, fmt.Errorf("tracing: OTLP over gRPC is not supported; use http/protobuf (port 4318)")
+	var exp sdktrace.SpanExporter
+	switch p := otlpProtocol(); p {
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	case "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	default:
+		return nil, fmt.Errorf("tracing: OTLP protocol %q is not supported; use http/protobuf (port 4318) or grpc (port 4317)", p)
 	}
-	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
@@ -88,6 +93,18 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 		enabled.Store(false)
 		return tp.Shutdown(ctx)
 	}, nil
+}
+
+// otlpProtocol is the OTLP transport the environment asks for:
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
+// else http/protobuf (the specification's default).
+func otlpProtocol() string {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := strings.ToLower(strings.TrimSpace(os.Getenv(k))); v != "" {
+			return v
+		}
+	}
+	return "http/protobuf"
 }
 
 // propagator is W3C trace context plus baggage.

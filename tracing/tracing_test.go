@@ -14,6 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"net"
 )
 
 var (
@@ -222,4 +225,60 @@ func TestSetupExportsOverOTLPHTTP(t *testing.T) {
 	require.NoError(t, shutdown(context.Background())) // flushes
 	require.NotZero(t, len(got), "the exporter posted the span")
 	assert.Equal(t, "/v1/traces", <-got)
+}
+
+// traceCollector is an OTLP gRPC trace receiver on loopback that keeps the
+// names of the spans it gets.
+type traceCollector struct {
+	coltracepb.UnimplementedTraceServiceServer
+	names chan string
+}
+
+func (c *traceCollector) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				select {
+				case c.names <- s.Name:
+				default:
+				}
+			}
+		}
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+func TestSetupExportsOverOTLPGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	col := &traceCollector{names: make(chan string, 16)}
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, col)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "")
+	shutdown, err := Setup(context.Background(), "a2amesh-test")
+	require.NoError(t, err)
+	t.Cleanup(Reset)
+	_, span := Tracer("t").Start(context.Background(), "over-grpc")
+	span.End()
+	require.NoError(t, shutdown(context.Background())) // flushes
+	select {
+	case name := <-col.names:
+		assert.Equal(t, "over-grpc", name)
+	default:
+		t.Fatal("the collector got no span")
+	}
+}
+
+func TestSetupRefusesUnknownProtocol(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json")
+	_, err := Setup(context.Background(), "a2amesh-test")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"http/json" is not supported`)
+	assert.False(t, Enabled())
 }
