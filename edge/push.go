@@ -335,7 +335,10 @@ func httpToken(s string) bool {
 // queues the events the task logged while it was being stored (see
 // catchUp), so a config never misses an event after fromSeq.
 func (e *Edge) storePushConfig(ctx context.Context, c *call, st *pushState, rec *bus.TaskRecord, cfg a2a.TaskPushNotificationConfig) (*bus.PushRecord, error) {
-	cfg.TaskID, cfg.Tenant = rec.Task.ID, ""
+	cfg.TaskID = rec.Task.ID
+	if cfg.Tenant != c.agent {
+		cfg.Tenant = "" // kept (and echoed in 1.0) only when it names the agent called
+	}
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
 	}

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
@@ -278,6 +280,31 @@ func TestPushBothVersionsAndTokenShapes(t *testing.T) {
 			require.Empty(t, rcv.all("/hook/methods-"+strings.ReplaceAll(p.name, ".", "")+"-gone"), "a deleted config got notifications")
 		})
 	}
+}
+
+// A 1.0 config set through the shared endpoint keeps the tenant it was
+// set under: the read-back equals what the client sent.
+func TestPushConfigKeepsTenant(t *testing.T) {
+	rcv := newReceiver(t)
+	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
+	tk := v10.sendTask(t, m.ok(t, "/agents/ask", v10.send, sendParams(v10.msg("hi"), nil)))
+	cfg := map[string]any{"tenant": "ask", "taskId": tk.ID, "id": "t1", "url": rcv.URL + "/hook/tenant", "token": "tok"}
+	var set, got a2a.TaskPushNotificationConfig
+	require.NoError(t, json.Unmarshal(m.ok(t, "/a2a", "CreateTaskPushNotificationConfig", cfg), &set))
+	assert.Equal(t, "ask", set.Tenant)
+	require.NoError(t, json.Unmarshal(m.ok(t, "/a2a", "GetTaskPushNotificationConfig",
+		map[string]any{"tenant": "ask", "taskId": tk.ID, "id": "t1"}), &got))
+	assert.Equal(t, set, got)
+
+	// Inside a send, a tenant naming another agent is not kept.
+	other := map[string]any{"tenant": "echo", "url": rcv.URL + "/hook/tenant2", "token": "tok"}
+	tk2 := v10.sendTask(t, m.ok(t, "/agents/ask", v10.send, sendParams(v10.msg("hi"), map[string]any{"taskPushNotificationConfig": other})))
+	var list struct {
+		Configs []a2a.TaskPushNotificationConfig `json:"configs"`
+	}
+	require.NoError(t, json.Unmarshal(m.ok(t, "/agents/ask", "ListTaskPushNotificationConfigs", map[string]any{"taskId": tk2.ID}), &list))
+	require.Len(t, list.Configs, 1)
+	assert.Empty(t, list.Configs[0].Tenant)
 }
 
 // Bad configs get clear errors; a private address that is not on the
