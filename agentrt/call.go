@@ -42,6 +42,9 @@ type Mesh struct {
 	parent *Request // nil outside a run
 	agent  string   // the calling agent
 	calls  atomic.Int64
+	// live tells whether an agent has a live worker (nil: read the
+	// registry bucket each time).
+	live func(ctx context.Context, agent string) (bool, error)
 }
 
 // NewMesh returns a Mesh for code outside a run (a root caller).
@@ -145,7 +148,11 @@ func (m *Mesh) metadata() a2a.Metadata {
 }
 
 func (m *Mesh) newTask(ctx context.Context, agent string, msg *a2a.Message) (*bus.TaskRecord, error) {
-	live, err := registry.Live(ctx, m.b, agent)
+	isLive := m.live
+	if isLive == nil {
+		isLive = func(ctx context.Context, agent string) (bool, error) { return registry.Live(ctx, m.b, agent) }
+	}
+	live, err := isLive(ctx, agent)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,9 @@ type Worker struct {
 
 	handMu   sync.Mutex
 	handBack []jetstream.Msg // work interrupted by shutdown, to Nak once fetching stopped
+
+	runCtx context.Context // Run's context, for what runs as long as the worker
+	routes routes          // the live fleet, for calls to other agents (routes.go)
 }
 
 func (w *Worker) defaults() error {
@@ -84,6 +87,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.defaults(); err != nil {
 		return err
 	}
+	w.runCtx = ctx
 	cons, err := w.Bus.WorkConsumer(ctx, w.Name)
 	if err != nil {
 		return err
@@ -118,6 +122,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	slots.Wait()
 	w.handBackAll()
 	wg.Wait()
+	w.routes.wait()
 	w.Logger.Info("worker stopped")
 	return nil
 }
@@ -241,7 +246,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
 		owner: rec.Owner,
 	}
-	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name}
+	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name, live: w.liveAgent}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
 	runEnded := w.Metrics.RunStarted(w.Name, meta.Timestamp)
