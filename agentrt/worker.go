@@ -93,13 +93,16 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus.JetStream(), bus.StreamWork, bus.ConsumerName(w.Name)))
-	card := w.Agent.Card()
-	card.Name = w.Name
+	card := func() a2a.AgentCard { // read at every heartbeat: an agent's card may change
+		c := w.Agent.Card()
+		c.Name = w.Name
+		return c
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := registry.Publish(ctx, w.Bus, registry.Entry{Agent: w.Name, Instance: w.Instance, Card: card}, w.Logger); err != nil {
+		if err := registry.Publish(ctx, w.Bus, registry.Entry{Agent: w.Name, Instance: w.Instance}, card, w.Logger); err != nil {
 			w.Logger.Error("registry publish failed", "err", err)
 		}
 	}()

@@ -33,13 +33,18 @@ type Entry struct {
 func key(agent, instance string) string { return agent + "." + instance }
 
 // Publish registers e and renews it every TTL/3 until ctx ends, then
-// deletes it so the agent disappears at once on a clean stop.
-func Publish(ctx context.Context, b *bus.Bus, e Entry, log *slog.Logger) error {
+// deletes it so the agent disappears at once on a clean stop. When card is
+// not nil each renewal registers the card it returns, so a card that
+// changes reaches the edges within TTL/3.
+func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard, log *slog.Logger) error {
 	if e.TTL <= 0 {
 		e.TTL = b.Config().RegistryTTL
 	}
 	kv := b.Registry()
 	put := func(c context.Context) error {
+		if card != nil {
+			e.Card = card()
+		}
 		e.Beat = time.Now()
 		data, err := json.Marshal(e)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,8 +55,14 @@ func TestAgentAppearsAndLeaves(t *testing.T) {
 	w2ctx, stop2 := context.WithCancel(ctx)
 	p1, p2 := make(chan struct{}), make(chan struct{})
 	card := a2a.AgentCard{Name: "echo", Description: "d"}
-	go func() { defer close(p1); _ = Publish(w1ctx, b, Entry{Agent: "echo", Instance: "a", Card: card}, log) }()
-	go func() { defer close(p2); _ = Publish(w2ctx, b, Entry{Agent: "echo", Instance: "b", Card: card}, log) }()
+	go func() {
+		defer close(p1)
+		_ = Publish(w1ctx, b, Entry{Agent: "echo", Instance: "a", Card: card}, nil, log)
+	}()
+	go func() {
+		defer close(p2)
+		_ = Publish(w2ctx, b, Entry{Agent: "echo", Instance: "b", Card: card}, nil, log)
+	}()
 
 	start := time.Now()
 	waitFor(t, "echo to appear", func() bool { _, ok := table.Lookup("echo"); return ok })
@@ -91,5 +98,29 @@ func TestCrashedWorkerExpires(t *testing.T) {
 	require.True(t, ok)
 	waitFor(t, "ghost to expire", func() bool { _, ok := table.Lookup("ghost"); return !ok })
 	cancel()
+	<-done
+}
+
+// A card that changes reaches the table with the next heartbeat.
+func TestChangedCardIsRepublished(t *testing.T) {
+	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	table := NewTable()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = table.Run(ctx, b) }()
+	<-table.Ready()
+
+	var desc atomic.Value
+	desc.Store("first")
+	card := func() a2a.AgentCard { return a2a.AgentCard{Name: "shifty", Description: desc.Load().(string)} }
+	pub := make(chan struct{})
+	go func() { defer close(pub); _ = Publish(ctx, b, Entry{Agent: "shifty", Instance: "a"}, card, log) }()
+	waitFor(t, "the first card", func() bool { c, ok := table.Lookup("shifty"); return ok && c.Description == "first" })
+	desc.Store("second")
+	waitFor(t, "the changed card", func() bool { c, ok := table.Lookup("shifty"); return ok && c.Description == "second" })
+	cancel()
+	<-pub
 	<-done
 }

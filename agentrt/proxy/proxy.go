@@ -33,7 +33,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,7 +77,9 @@ var ErrUnavailable = errors.New("agent unavailable")
 // Agent is a proxied agent; it implements agentrt.Agent.
 type Agent struct {
 	name      string
-	card      a2a.AgentCard
+	card      atomic.Pointer[a2a.AgentCard] // replaced by RefreshCard
+	url       string                        // where the card was fetched
+	cardOpts  []client.Option               // how to fetch it again
 	endpoint  string
 	version   string // "1.0" or "0.3"
 	streaming bool
@@ -135,13 +139,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	cardOpts := append([]client.Option(nil), opts...)
 	opts = append(opts, client.WithProtocolVersion(version))
 	if tenant != "" {
 		opts = append(opts, client.WithTenant(tenant))
 	}
 	a := &Agent{
 		name:      name,
-		card:      meshCard(*card, name),
+		url:       cfg.URL,
+		cardOpts:  cardOpts,
 		endpoint:  endpoint,
 		version:   version,
 		streaming: card.Capabilities.Streaming != nil && *card.Capabilities.Streaming,
@@ -149,8 +155,50 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		kv:        kv,
 		log:       cfg.Logger.With("agent", name, "upstream", endpoint),
 	}
+	mc := meshCard(*card, name)
+	a.card.Store(&mc)
 	a.log.Info("proxying agent", "protocol", version, "streaming", a.streaming)
 	return a, nil
+}
+
+// RefreshCard fetches the upstream's card again and registers what it
+// says about the agent (description, skills, modes, version) from the next
+// registry heartbeat on. Where and how the worker forwards stays as it was
+// at start: a card naming another interface is logged, and takes a
+// restart.
+func (a *Agent) RefreshCard(ctx context.Context) error {
+	card, err := fetchCard(ctx, a.url, a.cardOpts)
+	if err != nil {
+		return err
+	}
+	if endpoint, version, _, err := pickInterface(card); err != nil || endpoint != a.endpoint || version != a.version {
+		a.log.Warn("the agent's card names another interface now; restart the worker to forward there",
+			"card_endpoint", endpoint, "card_protocol", version)
+	}
+	mc := meshCard(*card, a.name)
+	if old := a.card.Swap(&mc); !reflect.DeepEqual(*old, mc) {
+		a.log.Info("agent card changed upstream; registering the new one")
+	}
+	return nil
+}
+
+// WatchCard refreshes the card every interval until ctx ends; a failed
+// fetch keeps the card as it was.
+func (a *Agent) WatchCard(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			if err := a.RefreshCard(fctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("could not refresh the agent's card; keeping the last one", "err", err)
+			}
+			cancel()
+		}
+	}
 }
 
 // fetchCard reads the card at url (or the agent's well-known card), trying
@@ -244,7 +292,7 @@ func (a *Agent) Name() string { return a.name }
 func (a *Agent) Endpoint() (url, version string) { return a.endpoint, a.version }
 
 // Card is the card registered in the mesh.
-func (a *Agent) Card() a2a.AgentCard { return a.card }
+func (a *Agent) Card() a2a.AgentCard { return *a.card.Load() }
 
 // upstream is where a mesh task lives at the upstream agent.
 type upstream struct {

@@ -471,3 +471,45 @@ func TestProxyRerunFollowsUpstreamTask(t *testing.T) {
 		})
 	}
 }
+
+// A refreshed card changes what the mesh registers, not where the worker
+// forwards.
+func TestProxyRefreshCard(t *testing.T) {
+	m := meshtest.Start(t)
+	var desc atomic.Value
+	desc.Store("first")
+	var base string
+	srv := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"name":"Card Agent","description":"` + desc.Load().(string) + `","version":"1",` +
+			`"supportedInterfaces":[{"url":"` + base + `/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
+			`"capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[]}`))
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base = "http://" + ln.Addr().String()
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	guard, err := ssrf.New([]string{"127.0.0.1"})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := proxy.New(ctx, proxy.Config{URL: base, Guard: guard, Bus: m.Bus()})
+	require.NoError(t, err)
+	assert.Equal(t, "first", p.Card().Description)
+	assert.Equal(t, "card-agent", p.Card().Name)
+
+	desc.Store("second")
+	require.NoError(t, p.RefreshCard(ctx))
+	assert.Equal(t, "second", p.Card().Description)
+	assert.Equal(t, "card-agent", p.Card().Name, "the mesh name stays")
+	assert.Empty(t, p.Card().SupportedInterfaces, "the upstream's address is still not registered")
+	url, version := p.Endpoint()
+	assert.Equal(t, base+"/rpc", url)
+	assert.Equal(t, "1.0", version)
+
+	require.NoError(t, srv.Close())
+	assert.Error(t, p.RefreshCard(ctx), "an unreachable upstream")
+	assert.Equal(t, "second", p.Card().Description, "a failed refresh keeps the card")
+}

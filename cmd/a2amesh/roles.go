@@ -192,6 +192,7 @@ func runWorker(ctx context.Context, args []string) error {
 	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask, upper, planner (delegates to echo and upper) or tck (env A2AMESH_AGENT)")
 	proxyURL := fs.String("proxy", envOr("A2AMESH_PROXY", ""), "forward tasks to the A2A agent at this URL (its base URL or card URL) instead of running a built-in agent (env A2AMESH_PROXY)")
 	name := fs.String("name", envOr("A2AMESH_NAME", ""), "the agent's name in the mesh (default: --agent, or derived from the proxied card's name) (env A2AMESH_NAME)")
+	cardRefresh := fs.Duration("card-refresh", envDuration("A2AMESH_CARD_REFRESH", 5*time.Minute), "with --proxy: fetch the agent's card again this often and register its changes; 0 turns it off (env A2AMESH_CARD_REFRESH)")
 	trusted := fs.String("trusted-agents", envOr("A2AMESH_TRUSTED_AGENTS", ""), "comma-separated hosts, host:ports, IPs or CIDRs a proxy may reach although they are private or loopback (env A2AMESH_TRUSTED_AGENTS)")
 	var headers headerFlags
 	fs.Var(&headers, "proxy-header", `header sent with every request to the proxied agent, "Name: value" (repeatable; env A2AMESH_PROXY_AUTHORIZATION sets Authorization)`)
@@ -245,6 +246,9 @@ func runWorker(ctx context.Context, args []string) error {
 			return fmt.Errorf("worker: %w", err)
 		}
 		a, *name = p, p.Name()
+		if *cardRefresh > 0 {
+			go p.WatchCard(ctx, *cardRefresh)
+		}
 	}
 	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
 	if *metricsListen != "" {
