@@ -30,6 +30,16 @@ func recordSpans(t *testing.T) (*tracetest.SpanRecorder, trace.Tracer) {
 	return sr, tp.Tracer("test-client")
 }
 
+// coordinatorMesh records spans and starts a mesh with the coordinator
+// agent (which delegates to echo) routable.
+func coordinatorMesh(t *testing.T) (*tracetest.SpanRecorder, trace.Tracer, *meshtest.Mesh) {
+	sr, tracer := recordSpans(t)
+	m := meshtest.Start(t)
+	startWorker(t, m.Bus(), &coordinator{})
+	waitRoutable(t, m, "coordinator")
+	return sr, tracer, m
+}
+
 // spanTree indexes the ended spans of one trace.
 type spanTree struct {
 	byID  map[trace.SpanID]sdktrace.ReadOnlySpan
@@ -121,10 +131,7 @@ func waitChain(t *testing.T, sr *tracetest.SpanRecorder, root trace.SpanContext,
 }
 
 func TestTraceAcrossDelegationFromTraceparent(t *testing.T) {
-	sr, tracer := recordSpans(t)
-	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
-	waitRoutable(t, m, "coordinator")
+	sr, tracer, m := coordinatorMesh(t)
 
 	ctx, root := tracer.Start(context.Background(), "client")
 	tp := tracing.Traceparent(root.SpanContext())
@@ -167,10 +174,7 @@ func TestTraceAcrossDelegationFromTraceparent(t *testing.T) {
 }
 
 func TestTraceAcrossDelegationFromMetadata(t *testing.T) {
-	sr, tracer := recordSpans(t)
-	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
-	waitRoutable(t, m, "coordinator")
+	sr, tracer, m := coordinatorMesh(t)
 
 	ctx, root := tracer.Start(context.Background(), "client")
 	root.End()
@@ -187,10 +191,7 @@ func TestTraceAcrossDelegationFromMetadata(t *testing.T) {
 }
 
 func TestTraceparentWinsOverMetadata(t *testing.T) {
-	sr, tracer := recordSpans(t)
-	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
-	waitRoutable(t, m, "coordinator")
+	sr, tracer, m := coordinatorMesh(t)
 
 	hctx, fromHeader := tracer.Start(context.Background(), "header")
 	fromHeader.End()
@@ -211,10 +212,7 @@ func TestTraceparentWinsOverMetadata(t *testing.T) {
 }
 
 func TestTraceOfStreamAndResubscribe(t *testing.T) {
-	sr, tracer := recordSpans(t)
-	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
-	waitRoutable(t, m, "coordinator")
+	sr, tracer, m := coordinatorMesh(t)
 
 	ctx, root := tracer.Start(context.Background(), "client")
 	root.End()

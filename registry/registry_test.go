@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,15 +41,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// watchTable runs a table on b until stop is called (or the test ends)
+// and returns it once it has caught up; ctx ends with stop.
+func watchTable(t *testing.T, b *bus.Bus) (table *Table, ctx context.Context, stop func()) {
+	table = NewTable()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = table.Run(ctx, b) }()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	<-table.Ready()
+	return table, ctx, stop
+}
+
 func TestAgentAppearsAndLeaves(t *testing.T) {
 	b := openBus(t, bus.Config{RegistryTTL: 600 * time.Millisecond})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	table := NewTable()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = table.Run(ctx, b) }()
-	<-table.Ready()
+	table, ctx, stop := watchTable(t, b)
 
 	// Two workers of one agent: the agent lives while either does.
 	w1ctx, stop1 := context.WithCancel(ctx)
@@ -78,18 +87,12 @@ func TestAgentAppearsAndLeaves(t *testing.T) {
 	stop2()
 	<-p2
 	waitFor(t, "echo to disappear after a clean stop", func() bool { _, ok := table.Lookup("echo"); return !ok })
-	cancel()
-	<-done
+	stop()
 }
 
 func TestCrashedWorkerExpires(t *testing.T) {
 	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
-	table := NewTable()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = table.Run(ctx, b) }()
-	<-table.Ready()
+	table, _, stop := watchTable(t, b)
 
 	// A worker that registered once and died without deleting its entry.
 	e := Entry{Agent: "ghost", Instance: "x", Card: a2a.AgentCard{Name: "ghost"}, TTL: 300 * time.Millisecond, Beat: time.Now()}
@@ -97,20 +100,14 @@ func TestCrashedWorkerExpires(t *testing.T) {
 	_, ok := table.Lookup("ghost")
 	require.True(t, ok)
 	waitFor(t, "ghost to expire", func() bool { _, ok := table.Lookup("ghost"); return !ok })
-	cancel()
-	<-done
+	stop()
 }
 
 // A card that changes reaches the table with the next heartbeat.
 func TestChangedCardIsRepublished(t *testing.T) {
 	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	table := NewTable()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = table.Run(ctx, b) }()
-	<-table.Ready()
+	table, ctx, stop := watchTable(t, b)
 
 	var desc atomic.Value
 	desc.Store("first")
@@ -120,7 +117,6 @@ func TestChangedCardIsRepublished(t *testing.T) {
 	waitFor(t, "the first card", func() bool { c, ok := table.Lookup("shifty"); return ok && c.Description == "first" })
 	desc.Store("second")
 	waitFor(t, "the changed card", func() bool { c, ok := table.Lookup("shifty"); return ok && c.Description == "second" })
-	cancel()
+	stop()
 	<-pub
-	<-done
 }

@@ -102,6 +102,21 @@ func checkRegistryResult(t *testing.T, res RegistryResult, rounds, crashRounds i
 	}
 }
 
+// startRegistryMesh starts an in-process mesh with the tests' registry
+// TTL, and a context bounding the test; both end with it.
+func startRegistryMesh(t *testing.T) (context.Context, bus.Config, *InProcMesh) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	cfg := bus.Config{RegistryTTL: testTTL}
+	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return ctx, cfg, m
+}
+
 // TestRegistryProcesses runs two graceful rounds and one crash round with
 // worker processes (this test binary as TestHelperWorker) against an
 // embedded NATS and an in-process edge.
@@ -109,14 +124,7 @@ func TestRegistryProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := bus.Config{RegistryTTL: testTTL}
-	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	ctx, cfg, m := startRegistryMesh(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -140,14 +148,7 @@ func TestRegistryInProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a mesh")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := bus.Config{RegistryTTL: testTTL}
-	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	ctx, cfg, m := startRegistryMesh(t)
 	res, err := RunRegistry(ctx, RegistryOptions{
 		NATSURL: m.NATSURL, Bus: cfg, Agent: "echo", Rounds: 1, CrashRounds: 1,
 		Launcher: InProcessLauncher{NATSURL: m.NATSURL, Name: "echo", Agent: agents.Echo{}, Bus: cfg},
@@ -164,14 +165,7 @@ func TestRegistryRefusesLiveAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a mesh")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := bus.Config{RegistryTTL: testTTL}
-	m, err := StartInProcMesh(ctx, t.TempDir(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	ctx, cfg, m := startRegistryMesh(t)
 	l := InProcessLauncher{NATSURL: m.NATSURL, Name: "echo", Agent: agents.Echo{}, Bus: cfg}
 	other, _, err := l.Start(ctx)
 	if err != nil {
