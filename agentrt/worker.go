@@ -258,7 +258,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	defer func() {
 		state := runState(wr, outcome)
 		runEnded(state, outcome)
-		log.Debug("run ended", "state", state, "outcome", outcome, "duration_ms", float64(time.Since(started).Microseconds())/1000)
+		if log.Enabled(bg, slog.LevelDebug) {
+			log.Debug("run ended", "state", state, "outcome", outcome, "duration_ms", float64(time.Since(started).Microseconds())/1000)
+		}
 	}()
 	runErr := w.runTraced(timeoutCtx, req, wr)
 
