@@ -145,7 +145,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		MaxAge:      c.Retention,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
-		AllowDirect: true,
+		AllowDirect: b.allowDirect(), // leader reads on R3 (ensure.go)
 		// Appends carry a message id only so that publish can repeat
 		// them through a failover: the window need only outlast that
 		// (the default, 2 min, kept four times the ids in memory).

@@ -59,7 +59,10 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 func (b *Bus) ensureKV(ctx context.Context, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := b.js.KeyValue(ctx, want.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return b.js.CreateOrUpdateKeyValue(ctx, want)
+		if kv, err = b.js.CreateOrUpdateKeyValue(ctx, want); err != nil {
+			return nil, err
+		}
+		return b.directPolicy(ctx, want.Bucket, kv)
 	}
 	if err != nil {
 		return nil, err
@@ -72,7 +75,43 @@ func (b *Bus) ensureKV(ctx context.Context, want jetstream.KeyValueConfig) (jets
 	history := int64(max(want.History, 1))
 	if have.MaxMsgsPerSubject == history && have.MaxAge == want.TTL && have.Storage == want.Storage &&
 		max(have.Replicas, 1) == max(want.Replicas, 1) && have.Description == want.Description {
+		return b.directPolicy(ctx, want.Bucket, kv)
+	}
+	if kv, err = b.js.CreateOrUpdateKeyValue(ctx, want); err != nil {
+		return nil, err
+	}
+	return b.directPolicy(ctx, want.Bucket, kv)
+}
+
+// allowDirect is whether streams and buckets answer direct gets: only on a
+// single replica. A direct get on a replicated stream may be answered by
+// any replica, including one that has not yet applied a write the caller
+// already had acknowledged (seen on a 3-node cluster: about 1 in 30 reads
+// right after a publish found nothing). Every read that decides what
+// happens to a task (a worker's first read of the task it was handed, an
+// edge's read after its own append, the dedupe checks, the janitor) must
+// see such writes, so on R3 every get goes to the stream leader, which
+// acknowledges a write only after applying it. nats-server 2.15 has no
+// direct get bounded by a known sequence, which would have let followers
+// answer reads that name the sequence they depend on.
+func (b *Bus) allowDirect() bool { return b.cfg.Replicas <= 1 }
+
+// directPolicy makes bucket's stream answer direct gets only when
+// allowDirect says so (the KV API always enables them) and returns a
+// handle bound to the result: a handle reads directly or through the
+// leader according to the stream's setting when it was opened.
+func (b *Bus) directPolicy(ctx context.Context, bucket string, kv jetstream.KeyValue) (jetstream.KeyValue, error) {
+	s, err := b.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.AllowDirect == b.allowDirect() {
 		return kv, nil
 	}
-	return b.js.CreateOrUpdateKeyValue(ctx, want)
+	cfg.AllowDirect = b.allowDirect()
+	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return b.js.KeyValue(ctx, bucket)
 }

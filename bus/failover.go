@@ -89,3 +89,38 @@ func (b *Bus) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.Publ
 	}
 	return nil, err
 }
+
+// read runs one read of JetStream (a get through the stream leader),
+// retrying transient failures within the failover budget and ctx, each
+// attempt bounded by attemptTimeout: a request that reached a leader that
+// has just died, or a node that is still joining, is otherwise never
+// answered and would hold its caller until ctx ends. Reads are always safe
+// to repeat.
+func read[T any](ctx context.Context, get func(context.Context) (T, error)) (T, error) {
+	start := time.Now()
+	var (
+		v   T
+		err error
+	)
+	for attempt := 0; attempt < 100; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(retryWait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return v, err
+			case <-t.C:
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		v, err = get(actx)
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil || time.Since(start)+retryWait >= failoverBudget {
+			break
+		}
+	}
+	if err != nil && transient(err) && ctx.Err() == nil {
+		return v, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return v, err
+}

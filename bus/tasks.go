@@ -127,7 +127,9 @@ func (b *Bus) LoadTask(ctx context.Context, id string) (*TaskRecord, error) {
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		return nil, err
 	}
-	last, lerr := b.events.GetLastMsgForSubject(ctx, EventsSubject(id))
+	last, lerr := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+		return b.events.GetLastMsgForSubject(c, EventsSubject(id))
+	})
 	if lerr != nil {
 		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
 			if rec != nil {
@@ -148,7 +150,7 @@ func (b *Bus) getStored(ctx context.Context, id string) (*TaskRecord, error) {
 	if !ValidToken(id) {
 		return nil, ErrTaskNotFound
 	}
-	e, err := b.tasks.Get(ctx, id)
+	e, err := read(ctx, func(c context.Context) (jetstream.KeyValueEntry, error) { return b.tasks.Get(c, id) })
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, ErrTaskNotFound
@@ -185,7 +187,9 @@ func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRec
 		next = rec.LastSeq + 1
 	}
 	for i := 0; i < 100_000; i++ {
-		m, err := b.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
+		m, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+			return b.events.GetMsg(c, next, jetstream.WithGetMsgSubject(subj))
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}

@@ -95,7 +95,9 @@ func WorkMsgID(taskID, messageID string) string {
 // Queued reports whether task taskID has a work item waiting for agent's
 // workers or held by one (a work queue keeps an item until it is acked).
 func (b *Bus) Queued(ctx context.Context, agent, taskID string) (bool, error) {
-	_, err := b.work.GetLastMsgForSubject(ctx, WorkSubject(agent, taskID))
+	_, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+		return b.work.GetLastMsgForSubject(c, WorkSubject(agent, taskID))
+	})
 	switch {
 	case err == nil:
 		return true, nil
