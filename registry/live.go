@@ -7,13 +7,43 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Live reports whether agent has at least one live worker: a registry
-// entry renewed within its TTL. It reads the bucket once (no watcher is
-// kept), for callers that route rarely, such as agents calling agents.
+// liveTimeout bounds Live's ping of an agent.
+const liveTimeout = time.Second
+
+// Live reports whether agent has at least one live worker, for callers
+// that route rarely, such as agents calling agents (no watcher is kept).
+//
+// It first pings the agent on core NATS (ping.go): any running instance
+// answers, JetStream failover or not. Without an answer it reads the
+// registry bucket once: an entry renewed within its TTL (a worker that
+// does not answer pings, such as one of an older release) counts. When
+// that read fails too, a ping that found no responder at all means no
+// live worker (false, nil); a ping that was not answered in time leaves
+// the question open, and the read's error is returned.
 func Live(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
+	if !bus.ValidToken(agent) {
+		return false, nil
+	}
+	perr := ping(ctx, b.Conn(), AgentSubject(agent), liveTimeout)
+	if perr == nil {
+		return true, nil
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	live, err := liveInBucket(ctx, b, agent)
+	if err != nil && errors.Is(perr, nats.ErrNoResponders) {
+		return false, nil
+	}
+	return live, err
+}
+
+// liveInBucket reads agent's entries from the registry bucket.
+func liveInBucket(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 	w, err := b.Registry().Watch(ctx, agent+".*", jetstream.IgnoreDeletes())
 	if err != nil {
 		return false, err

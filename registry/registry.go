@@ -2,6 +2,15 @@
 // agent's card under <agent>.<instance> in the registry bucket and renews it
 // with heartbeats; edges watch the bucket and hold a routing table of live
 // agents. It imports a2a and bus.
+//
+// A JetStream failover must not make a live agent disappear. Heartbeats
+// are KV writes, which fail while the registry bucket elects a leader, so
+// each worker also answers liveness pings on core NATS, which keeps
+// working through JetStream elections (ping.go). A table pings an instance
+// whose heartbeat is late and keeps it while it answers; an instance that
+// stopped cleanly deletes its entry and goes at once, and one whose process
+// died stops answering (NATS says "no responders") and goes within about a
+// second of being found late.
 package registry
 
 import (
@@ -16,6 +25,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,16 +42,42 @@ type Entry struct {
 
 func key(agent, instance string) string { return agent + "." + instance }
 
+// Heartbeat tuning.
+const (
+	// beatRetryFirst is the pause after a failed heartbeat; it doubles up
+	// to beatRetryMax (or the heartbeat interval, if shorter).
+	beatRetryFirst = 250 * time.Millisecond
+	beatRetryMax   = time.Second
+	// beatAttempt bounds one heartbeat write, so a write lost with a dead
+	// leader is sent again once a new one is elected.
+	beatAttempt = 3 * time.Second
+)
+
 // Publish registers e and renews it every TTL/3 until ctx ends, then
 // deletes it so the agent disappears at once on a clean stop. When card is
 // not nil each renewal registers the card it returns, so a card that
 // changes reaches the edges within TTL/3.
+//
+// While it runs, the instance answers liveness pings (ping.go), so edges
+// keep it through a JetStream failover that stops its heartbeats. A
+// heartbeat that fails is retried at once with backoff (250ms doubling,
+// up to 1s), not a whole interval later; the first registration is
+// retried the same way until it succeeds or ctx ends. Publish returns an
+// error only for an entry that can never be registered (an agent or
+// instance name that is not a subject token).
 func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard, log *slog.Logger) error {
+	if !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
+		return errors.New("registry: agent and instance names must be 1-128 of A-Z a-z 0-9 _ -")
+	}
 	if e.TTL <= 0 {
 		e.TTL = b.Config().RegistryTTL
 	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("agent", e.Agent, "instance", e.Instance)
 	kv := b.Registry()
-	put := func(c context.Context) error {
+	put := func() error {
 		if card != nil {
 			e.Card = card()
 		}
@@ -50,91 +86,229 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 		if err != nil {
 			return err
 		}
+		c, cancel := context.WithTimeout(ctx, min(beatAttempt, max(e.TTL/3, 100*time.Millisecond)))
+		defer cancel()
 		_, err = kv.Put(c, key(e.Agent, e.Instance), data)
 		return err
 	}
-	if err := put(ctx); err != nil {
-		return err
-	}
-	t := time.NewTicker(e.TTL / 3)
-	defer t.Stop()
+	unping := answerPings(b.Conn(), e.Agent, e.Instance, log)
+	defer unping()
+	interval := max(e.TTL/3, 10*time.Millisecond)
+	timer := time.NewTimer(0) // the first registration at once
+	defer timer.Stop()
+	var failing, logged time.Time // when the current run of failures began, and was last logged
+	retry := beatRetryFirst
 	for {
 		select {
 		case <-ctx.Done():
+			unping() // pings fail from now on: an edge that misses the delete drops the entry at once
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = kv.Delete(c, key(e.Agent, e.Instance))
 			cancel()
 			return nil
-		case <-t.C:
-			if err := put(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("registry heartbeat failed", "agent", e.Agent, "err", err)
-			}
+		case <-timer.C:
 		}
+		err := put()
+		if ctx.Err() != nil {
+			continue
+		}
+		if err == nil {
+			if !failing.IsZero() {
+				log.Info("registry heartbeat restored", "failed_for_ms", time.Since(failing).Milliseconds())
+				failing, logged, retry = time.Time{}, time.Time{}, beatRetryFirst
+			}
+			timer.Reset(interval)
+			continue
+		}
+		now := time.Now()
+		if failing.IsZero() {
+			failing = now
+		}
+		d := bus.Jitter(min(retry, interval, beatRetryMax))
+		if now.Sub(logged) >= 5*time.Second { // at most one line per 5s while it lasts
+			logged = now
+			log.Warn("registry heartbeat failed; retrying (the instance keeps answering liveness pings)",
+				"err", err, "failing_for_ms", now.Sub(failing).Milliseconds(), "retry_in", d.Round(time.Millisecond))
+		}
+		retry = min(2*retry, beatRetryMax)
+		timer.Reset(d)
 	}
 }
 
-// Table is an edge's view of the live fleet, fed by a bucket watcher.
+// Table tuning.
+const (
+	// maxProbes bounds the pings one table has in flight.
+	maxProbes = 64
+	// missRetry is the pause before pinging again an instance that did
+	// not answer.
+	missRetry = time.Second
+	// reconnectGuard: for this long after the table's own connection
+	// reconnected, "no responders" is not believed at once (the node it
+	// reached may not have its routes' interest yet).
+	reconnectGuard = 5 * time.Second
+)
+
+// slot is a table entry with what the table knows about its liveness.
+type slot struct {
+	e Entry
+	// until extends the entry past its heartbeat: the instance answered a
+	// ping (local clock).
+	until time.Time
+	// misses counts pings in a row that found no answer.
+	misses int
+	// probing is set while a ping is in flight; gen changes at every
+	// heartbeat, so a ping's late answer does not touch a newer entry.
+	probing bool
+	gen     uint64
+}
+
+// due is when the entry must be pinged: when its heartbeat is late (half
+// its TTL; heartbeats come every third), or when the last ping's answer
+// stops vouching for it.
+func (s *slot) due() time.Time {
+	late := s.e.Beat.Add(s.e.TTL / 2)
+	if s.until.After(late) {
+		return s.until
+	}
+	return late
+}
+
+// Table is an edge's view of the live fleet, fed by a bucket watcher and
+// checked with liveness pings.
 type Table struct {
+	// Logger, when set before Run, gets the table's waits and drops.
+	Logger *slog.Logger
+
 	mu      sync.RWMutex
-	entries map[string]Entry // key -> entry
+	entries map[string]*slot // key -> entry
+	gen     uint64
 	ready   chan struct{}
+	loaded  bool
 }
 
 // NewTable returns an empty table; Run fills it.
 func NewTable() *Table {
-	return &Table{entries: map[string]Entry{}, ready: make(chan struct{})}
+	return &Table{entries: map[string]*slot{}, ready: make(chan struct{})}
 }
 
-// Run watches the registry bucket until ctx ends.
-//
-// Live workers renew their entries every TTL/3, so a watcher that has
-// delivered nothing for TTL/2 while the table holds entries has most
-// likely lost its server (a NATS node died; nats.go notices only after its
-// own heartbeat timeout). Run then watches again, and prunes nothing until
-// a watcher answers: a registry outage must not empty the routing table.
+// Run watches the registry bucket until ctx ends, and pings instances
+// whose heartbeats are late. It returns only when ctx ends (nil): a watch
+// that cannot start, or stops, is started again with backoff, and the
+// entries stay meanwhile, checked by pings.
 func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
-	w, err := b.Registry().WatchAll(ctx)
-	if err != nil {
-		return err
+	log := t.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	defer func() { _ = w.Stop() }()
-	prune := time.NewTicker(500 * time.Millisecond)
-	defer prune.Stop()
 	readyOnce := sync.OnceFunc(func() { close(t.ready) })
 	defer readyOnce()
+	// Pings run beside the watch, so a watch that waits for JetStream
+	// never holds them up.
+	p := &prober{t: t, nc: b.Conn(), log: log, sem: make(chan struct{}, maxProbes)}
+	pctx, stopProbes := context.WithCancel(ctx)
+	probing := make(chan struct{})
+	go func() {
+		defer close(probing)
+		p.loop(pctx)
+	}()
+	defer func() { stopProbes(); <-probing }()
+
+	var w jetstream.KeyWatcher
+	defer func() {
+		if w != nil {
+			_ = w.Stop()
+		}
+	}()
+	watch := func() (jetstream.KeyWatcher, error) {
+		wctx, cancel := context.WithTimeout(ctx, bus.RetryAttempt)
+		defer cancel()
+		// nats.go uses the context only to create the watcher.
+		return b.Registry().WatchAll(wctx)
+	}
+	wait := 250 * time.Millisecond
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		nw, err := watch()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			d := bus.Jitter(wait)
+			wait = min(2*wait, 5*time.Second)
+			log.Warn("registry: waiting for a watch of the registry bucket", "err", err, "attempt", attempt, "retry_in", d.Round(time.Millisecond))
+			bus.Sleep(ctx, d)
+			continue
+		}
+		if attempt > 1 {
+			log.Info("registry: watching the registry bucket", "attempts", attempt)
+		}
+		attempt, wait = 0, 250*time.Millisecond
+		w = nw
+		t.follow(ctx, &w, watch, readyOnce, log)
+		if w != nil {
+			_ = w.Stop()
+			w = nil
+		}
+	}
+	return nil
+}
+
+// follow applies the updates of *w until ctx ends or the watcher stops.
+// Live workers renew their entries every TTL/3, so a watcher that has
+// delivered nothing for TTL/2 while the table holds entries has most
+// likely lost its server: follow then replaces it (a new watcher replays
+// the bucket), keeping the old one if that fails.
+func (t *Table) follow(ctx context.Context, w *jetstream.KeyWatcher, watch func() (jetstream.KeyWatcher, error), loaded func(), log *slog.Logger) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	updates := (*w).Updates()
 	last := time.Now()      // when the watcher last delivered
-	var restarted time.Time // when the watcher was last replaced
+	restarted := time.Now() // when it was last replaced
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case now := <-prune.C:
+			return
+		case now := <-tick.C:
 			quiet := t.quietLimit()
-			if quiet == 0 || now.Sub(last) <= quiet {
-				t.prune(now)
+			if quiet == 0 || now.Sub(last) <= quiet || now.Sub(restarted) <= 2*quiet {
 				continue
 			}
-			// Quiet too long: every worker died, or the watcher is lost.
-			// A new watcher replays the bucket, which tells which; prune
-			// once it has.
-			if now.Sub(restarted) > 2*quiet {
-				if nw, err := b.Registry().WatchAll(ctx); err == nil {
-					_ = w.Stop()
-					w, restarted = nw, now
-				}
+			restarted = now
+			if nw, err := watch(); err == nil {
+				_ = (*w).Stop()
+				*w, updates = nw, nw.Updates()
 			}
-		case u, ok := <-w.Updates():
+		case u, ok := <-updates:
 			if !ok {
-				return errors.New("registry: watcher closed")
+				if ctx.Err() == nil {
+					log.Warn("registry: the registry bucket's watcher stopped; watching again")
+				}
+				return
 			}
 			last = time.Now()
 			if u == nil {
-				readyOnce()
+				t.mu.Lock()
+				t.loaded = true
+				t.mu.Unlock()
+				loaded()
 				continue
 			}
 			t.apply(u)
 		}
 	}
+}
+
+// tickEvery is how often the table looks for late entries: 500ms, or less
+// when an entry's TTL is short (tests).
+func (t *Table) tickEvery() time.Duration {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	d := 500 * time.Millisecond
+	for _, s := range t.entries {
+		if q := s.e.TTL / 4; q > 0 && q < d {
+			d = max(q, 20*time.Millisecond)
+		}
+	}
+	return d
 }
 
 // quietLimit is how long the watcher may deliver nothing before it is
@@ -144,9 +318,9 @@ func (t *Table) quietLimit() time.Duration {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var shortest time.Duration
-	for _, e := range t.entries {
-		if e.TTL > 0 && (shortest == 0 || e.TTL < shortest) {
-			shortest = e.TTL
+	for _, s := range t.entries {
+		if s.e.TTL > 0 && (shortest == 0 || s.e.TTL < shortest) {
+			shortest = s.e.TTL
 		}
 	}
 	if shortest == 0 {
@@ -159,51 +333,56 @@ func (t *Table) apply(u jetstream.KeyValueEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if u.Operation() != jetstream.KeyValuePut {
-		delete(t.entries, u.Key())
+		delete(t.entries, u.Key()) // a clean stop: gone at once
 		return
 	}
 	var e Entry
-	if json.Unmarshal(u.Value(), &e) != nil || !bus.ValidToken(e.Agent) {
+	if json.Unmarshal(u.Value(), &e) != nil || !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
 		return
 	}
-	t.entries[u.Key()] = e
-}
-
-func (t *Table) prune(now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k, e := range t.entries {
-		if now.Sub(e.Beat) > e.TTL {
-			delete(t.entries, k)
-		}
+	if e.TTL <= 0 {
+		e.TTL = bus.DefaultConfig.RegistryTTL
 	}
+	t.gen++
+	t.entries[u.Key()] = &slot{e: e, gen: t.gen}
 }
 
-// Ready is closed once the table holds the bucket's initial contents.
+// Loaded reports whether the table holds the bucket's contents: its first
+// watch has caught up. Before that, an agent missing from it may be live.
+func (t *Table) Loaded() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.loaded
+}
+
+// Ready is closed once the table holds the bucket's initial contents (or
+// Run has returned).
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 
 // Lookup returns the card of a live agent.
 func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	var best Entry
-	found := false
+	var best *slot
 	prefix := agent + "."
-	for k, e := range t.entries {
-		if strings.HasPrefix(k, prefix) && (!found || e.Beat.After(best.Beat)) {
-			best, found = e, true
+	for k, s := range t.entries {
+		if strings.HasPrefix(k, prefix) && (best == nil || s.e.Beat.After(best.e.Beat)) {
+			best = s
 		}
 	}
-	return best.Card, found
+	if best == nil {
+		return a2a.AgentCard{}, false
+	}
+	return best.e.Card, true
 }
 
 // Agents returns the live agents' names and cards, sorted by name.
 func (t *Table) Agents() []Entry {
 	t.mu.RLock()
 	byAgent := map[string]Entry{}
-	for _, e := range t.entries {
-		if cur, ok := byAgent[e.Agent]; !ok || e.Beat.After(cur.Beat) {
-			byAgent[e.Agent] = e
+	for _, s := range t.entries {
+		if cur, ok := byAgent[s.e.Agent]; !ok || s.e.Beat.After(cur.Beat) {
+			byAgent[s.e.Agent] = s.e
 		}
 	}
 	t.mu.RUnlock()
@@ -213,4 +392,141 @@ func (t *Table) Agents() []Entry {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
 	return out
+}
+
+// ---- liveness checks ----
+
+// prober pings the instances of a table whose heartbeats are late.
+type prober struct {
+	t   *Table
+	nc  *nats.Conn
+	log *slog.Logger
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	// Reconnects of nc, sampled each tick, and when they last changed.
+	reconnects  uint64
+	reconnected time.Time
+}
+
+// loop pings late entries every tick until ctx ends, then waits for the
+// pings in flight.
+func (p *prober) loop(ctx context.Context) {
+	defer p.wg.Wait()
+	every := p.t.tickEvery()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if d := p.t.tickEvery(); d != every {
+				every = d
+				tick.Reset(d)
+			}
+			p.sampleConn(now)
+			p.probeDue(ctx, now)
+		}
+	}
+}
+
+// sampleConn notes a reconnect of the table's own connection.
+func (p *prober) sampleConn(now time.Time) {
+	if p.nc == nil {
+		return
+	}
+	if n := p.nc.Stats().Reconnects; n != p.reconnects {
+		p.reconnects, p.reconnected = n, now
+	}
+}
+
+type probe struct {
+	key, agent, instance string
+	gen                  uint64
+	timeout              time.Duration
+}
+
+// probeDue starts a ping of every entry that is due and not already being
+// pinged, up to maxProbes in flight (the rest wait for the next tick).
+func (p *prober) probeDue(ctx context.Context, now time.Time) {
+	t := p.t
+	var due []probe
+	t.mu.Lock()
+	for k, s := range t.entries {
+		if s.probing || now.Before(s.due()) {
+			continue
+		}
+		if p.nc == nil { // nothing to ask: expire as heartbeats say
+			if !now.Before(s.e.Beat.Add(s.e.TTL)) {
+				delete(t.entries, k)
+			}
+			continue
+		}
+		if len(due) >= cap(p.sem) {
+			break
+		}
+		s.probing = true
+		due = append(due, probe{key: k, agent: s.e.Agent, instance: s.e.Instance, gen: s.gen, timeout: pingTimeout(s.e.TTL)})
+	}
+	t.mu.Unlock()
+	for i, pr := range due {
+		select {
+		case p.sem <- struct{}{}:
+		default:
+			// Saturated: release the rest for a later tick.
+			t.mu.Lock()
+			for _, rest := range due[i:] {
+				if s := t.entries[rest.key]; s != nil && s.gen == rest.gen {
+					s.probing = false
+				}
+			}
+			t.mu.Unlock()
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.sem }()
+			err := ping(ctx, p.nc, InstanceSubject(pr.agent, pr.instance), pr.timeout)
+			if ctx.Err() != nil {
+				return
+			}
+			p.settle(pr, err, time.Now())
+		}()
+	}
+}
+
+// settle applies a ping's outcome to the entry it was for.
+func (p *prober) settle(pr probe, err error, now time.Time) {
+	t := p.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.entries[pr.key]
+	if s == nil || s.gen != pr.gen {
+		return // deleted, or renewed by a heartbeat meanwhile
+	}
+	s.probing = false
+	if err == nil {
+		if s.misses > 0 || now.After(s.e.Beat.Add(s.e.TTL)) {
+			p.log.Debug("registry: heartbeat late but the instance answers; kept", "agent", pr.agent, "instance", pr.instance)
+		}
+		s.misses = 0
+		s.until = now.Add(probeEvery(s.e.TTL))
+		return
+	}
+	expired := !now.Before(s.e.Beat.Add(s.e.TTL))
+	definite := errors.Is(err, nats.ErrNoResponders) && now.Sub(p.reconnected) > reconnectGuard
+	connected := p.nc.Status() == nats.CONNECTED
+	if connected || definite {
+		s.misses++
+	}
+	drop := (definite && (s.misses >= 2 || expired)) || (expired && s.misses >= 3)
+	if drop {
+		p.log.Info("registry: instance gone (heartbeat late, no answer to pings)", "agent", pr.agent, "instance", pr.instance,
+			"err", err, "late_ms", now.Sub(s.e.Beat).Milliseconds())
+		delete(t.entries, pr.key)
+		return
+	}
+	s.until = now.Add(min(missRetry, probeEvery(s.e.TTL)))
 }

@@ -1,0 +1,214 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+)
+
+// Failover tests. TestEntrySurvivesJetStreamOutage takes JetStream's
+// quorum away on a 3-node cluster (core NATS stays up on the node every
+// client uses), so heartbeats (KV writes) fail as they do while the
+// registry bucket elects a leader, and liveness pings still work.
+// TestHeartbeatRetriesPromptly deletes the registry bucket's stream for a
+// moment on a single node.
+
+func testLogger() *slog.Logger {
+	if os.Getenv("A2AMESH_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// openOn opens a bus through its own connection to url (one per simulated
+// process).
+func openOn(t *testing.T, url, name string, cfg bus.Config) (*bus.Bus, *nats.Conn) {
+	t.Helper()
+	nc := natstest.Connect(t, name, url)
+	var b *bus.Bus
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		b, err = bus.Open(ctx, nc, cfg)
+		cancel()
+		if err == nil {
+			return b, nc
+		}
+		require.True(t, time.Now().Before(deadline), "bus not open: %v", err)
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// publishing runs Publish until the test ends (or stop is called).
+func publishing(t *testing.T, b *bus.Bus, agent, instance string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := Publish(ctx, b, Entry{Agent: agent, Instance: instance, Card: a2a.AgentCard{Name: agent}}, nil, testLogger())
+		if err != nil {
+			t.Errorf("publish %s.%s: %v", agent, instance, err)
+		}
+	}()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
+}
+
+func present(table *Table, agent string) bool { _, ok := table.Lookup(agent); return ok }
+
+// A worker whose heartbeats cannot be written stays in the edge's table
+// for as long as it lives (it answers pings); a worker whose process dies
+// meanwhile leaves the table within about a second of its heartbeat being
+// late, and Live tells the two apart too.
+func TestEntrySurvivesJetStreamOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-node cluster: skipped with -short")
+	}
+	const ttl = time.Second
+	c := natstest.StartCluster(t, 3)
+	url := c.Nodes[0].URL() // every client stays on the node that stays up
+	cfg := bus.Config{RegistryTTL: ttl, Replicas: 3}
+	edgeBus, _ := openOn(t, url, "edge", cfg)
+	liveBus, _ := openOn(t, url, "worker-live", cfg)
+	doomedBus, doomedConn := openOn(t, url, "worker-doomed", cfg)
+
+	table := NewTable()
+	table.Logger = testLogger()
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); _ = table.Run(ctx, edgeBus) }()
+	t.Cleanup(func() { cancel(); <-runDone })
+
+	publishing(t, liveBus, "echo", "live1")
+	publishing(t, doomedBus, "doomed", "d1")
+	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
+		return present(table, "echo") && present(table, "doomed")
+	}), "both agents registered")
+
+	// No quorum: every JetStream write fails, core NATS on n0 works.
+	c.Nodes[1].Stop()
+	c.Nodes[2].Stop()
+	outage := time.Now()
+	// The doomed worker's process dies: its connection goes, it never
+	// deletes its entry (nor could it: JetStream is off).
+	doomedConn.Close()
+	died := time.Now()
+
+	var goneAfter time.Duration
+	for time.Since(outage) < 5*ttl {
+		if !present(table, "echo") {
+			t.Fatalf("echo dropped %v into the outage although its worker lives", time.Since(outage).Round(time.Millisecond))
+		}
+		if goneAfter == 0 && !present(table, "doomed") {
+			goneAfter = time.Since(died)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if goneAfter == 0 {
+		t.Fatalf("doomed still listed %v after its worker died", time.Since(died).Round(time.Millisecond))
+	}
+	t.Logf("dead worker dropped %v after it died (TTL %v)", goneAfter.Round(time.Millisecond), ttl)
+	require.Less(t, goneAfter, ttl+3*time.Second, "a dead worker goes soon after its heartbeat is late")
+
+	// Live (agents calling agents) answers from pings while the registry
+	// bucket cannot be read.
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer lcancel()
+	live, err := Live(lctx, edgeBus, "echo")
+	require.NoError(t, err)
+	require.True(t, live, "echo is live during the outage")
+	live, err = Live(lctx, edgeBus, "doomed")
+	require.NoError(t, err)
+	require.False(t, live, "doomed is dead")
+
+	// Quorum back: the live worker's heartbeats land again.
+	c.Nodes[1].Start(t)
+	back := time.Now()
+	require.True(t, natstest.Eventually(ctx, 30*time.Second, func() bool {
+		for _, e := range table.Agents() {
+			if e.Agent == "echo" && e.Beat.After(back) {
+				return true
+			}
+		}
+		return false
+	}), "heartbeats resume after the outage")
+	require.True(t, present(table, "echo"))
+	require.False(t, present(table, "doomed"))
+}
+
+// A heartbeat that fails is retried within about a second, not a whole
+// heartbeat interval (TTL/3) later; and a worker that starts while the
+// registry cannot be written registers once it can, instead of giving up.
+func TestHeartbeatRetriesPromptly(t *testing.T) {
+	const ttl = 15 * time.Second // heartbeats every 5s
+	nd := natstest.StartSingle(t)
+	cfg := bus.Config{RegistryTTL: ttl}
+	edgeBus, _ := openOn(t, nd.URL(), "edge", cfg)
+	workerBus, adminConn := openOn(t, nd.URL(), "worker", cfg)
+	lateBus, _ := openOn(t, nd.URL(), "worker-late", cfg)
+	table, ctx, _ := watchTable(t, edgeBus)
+
+	publishing(t, workerBus, "echo", "w1")
+	var first time.Time
+	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
+		for _, e := range table.Agents() {
+			if e.Agent == "echo" {
+				first = e.Beat
+				return true
+			}
+		}
+		return false
+	}))
+
+	// The registry bucket's stream goes: every heartbeat fails (nothing
+	// stores its subject) until it is created again.
+	js, err := jetstream.New(adminConn)
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteStream(ctx, "KV_"+bus.BucketRegistry))
+	// A worker starting now cannot register yet.
+	publishing(t, lateBus, "late", "l1")
+	// Past the next heartbeat (first+5s), which fails; then the bucket
+	// comes back.
+	for time.Now().Before(first.Add(ttl/3 + 700*time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	admin, _ := openOn(t, nd.URL(), "admin", cfg) // ensures the bucket again
+	back := time.Now()
+	var renewed time.Duration
+	require.True(t, natstest.Eventually(ctx, ttl, func() bool {
+		// Read the bucket itself: the table's watcher died with the
+		// stream and is replaced only once it has been quiet a while.
+		kv, err := admin.Registry().Get(ctx, "echo.w1")
+		if err != nil {
+			return false
+		}
+		var e Entry
+		if json.Unmarshal(kv.Value(), &e) == nil && e.Beat.After(back) {
+			renewed = time.Since(back)
+			return true
+		}
+		return false
+	}), "the heartbeat lands again")
+	t.Logf("heartbeat renewed %v after the bucket came back (interval %v)", renewed.Round(time.Millisecond), ttl/3)
+	// The failed heartbeat was due ~700ms before the bucket came back: the
+	// next interval tick is ~4.3s after it; a retry lands well before.
+	require.Less(t, renewed, 3*time.Second, "a failed heartbeat is retried promptly")
+	require.True(t, natstest.Eventually(ctx, 20*time.Second, func() bool { return present(table, "late") }),
+		"a worker that started while the registry could not be written registers once it can")
+	require.True(t, present(table, "echo"), "the table kept echo throughout")
+}

@@ -1,0 +1,91 @@
+package registry
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Liveness pings, on core NATS (no JetStream: they keep working while
+// JetStream elects leaders). Every worker running Publish answers requests
+// on two subjects:
+//
+//	a2a.registry.alive.<agent>.<instance>   this instance (edges' tables ask it when its heartbeat is late)
+//	a2a.registry.alive.<agent>              any instance of the agent (queue group "alive"; Live asks it)
+//
+// They are named here rather than in bus/names.go because only this
+// package uses them: workers answer, tables and Live ask. With NATS
+// authorization, workers need to subscribe to a2a.registry.alive.>, and
+// edges and workers calling other agents to publish there (and receive
+// replies on _INBOX.>).
+const (
+	subjAlivePrefix = "a2a.registry.alive."
+	aliveQueue      = "alive"
+)
+
+// InstanceSubject is where one instance of agent answers liveness pings.
+func InstanceSubject(agent, instance string) string { return subjAlivePrefix + agent + "." + instance }
+
+// AgentSubject is where any one live instance of agent answers a liveness
+// ping.
+func AgentSubject(agent string) string { return subjAlivePrefix + agent }
+
+// pingTimeout bounds one ping: a live instance answers in well under a
+// millisecond on a LAN; one that does not answer within this is stopped,
+// or its host is gone.
+func pingTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, 100*time.Millisecond), time.Second)
+}
+
+// probeEvery is how long an answered ping vouches for an instance whose
+// heartbeats fail: it is asked again after that.
+func probeEvery(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, 50*time.Millisecond), 2*time.Second)
+}
+
+// answerPings subscribes the instance's liveness subjects; the returned
+// func unsubscribes them (idempotent). A subscription that fails is
+// logged: the instance then lives on heartbeats alone.
+func answerPings(nc *nats.Conn, agent, instance string, log *slog.Logger) func() {
+	if nc == nil {
+		return func() {}
+	}
+	answer := func(m *nats.Msg) { _ = m.Respond([]byte(instance)) }
+	var subs []*nats.Subscription
+	if s, err := nc.Subscribe(InstanceSubject(agent, instance), answer); err == nil {
+		subs = append(subs, s)
+	} else {
+		log.Warn("registry: cannot answer liveness pings; edges will drop this instance when a heartbeat is late", "err", err)
+	}
+	if s, err := nc.QueueSubscribe(AgentSubject(agent), aliveQueue, answer); err == nil {
+		subs = append(subs, s)
+	} else {
+		log.Warn("registry: cannot answer liveness pings for the agent", "err", err)
+	}
+	done := false
+	return func() {
+		if done {
+			return
+		}
+		done = true
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+		// Make the server forget the interest before a delete goes out,
+		// so a ping racing the stop finds no responder.
+		_ = nc.FlushTimeout(time.Second)
+	}
+}
+
+// ping asks the instance (or agent) behind subject whether it is alive.
+// nil: it answered; nats.ErrNoResponders: nothing subscribes there (the
+// process is gone or stopped publishing); anything else: no answer in
+// time.
+func ping(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := nc.RequestWithContext(ctx, subject, nil)
+	return err
+}
