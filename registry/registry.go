@@ -220,10 +220,10 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 		}
 	}()
 	watch := func() (jetstream.KeyWatcher, error) {
-		wctx, cancel := context.WithTimeout(ctx, bus.RetryAttempt)
-		defer cancel()
-		// nats.go uses the context only to create the watcher.
-		return b.Registry().WatchAll(wctx)
+		// The watcher lives as long as its context (nats.go stops it when
+		// the context ends): ctx, not one bounding its creation, which
+		// nats.go bounds with its default request timeout.
+		return b.Registry().WatchAll(ctx)
 	}
 	wait := 250 * time.Millisecond
 	for attempt := 1; ctx.Err() == nil; attempt++ {
@@ -241,12 +241,18 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 		if attempt > 1 {
 			log.Info("registry: watching the registry bucket", "attempts", attempt)
 		}
-		attempt, wait = 0, 250*time.Millisecond
 		w = nw
+		started := time.Now()
 		t.follow(ctx, &w, watch, readyOnce, log)
-		if w != nil {
-			_ = w.Stop()
-			w = nil
+		_ = w.Stop()
+		w = nil
+		// A watcher that stops at once is not retried at once.
+		if time.Since(started) > time.Minute {
+			attempt, wait = 0, 250*time.Millisecond
+		} else {
+			d := bus.Jitter(wait)
+			wait = min(2*wait, 5*time.Second)
+			bus.Sleep(ctx, d)
 		}
 	}
 	return nil

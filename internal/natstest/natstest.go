@@ -161,25 +161,6 @@ func (nd *Node) Server() *server.Server {
 // URL is the node's client URL (also while stopped).
 func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.opts.Port) }
 
-// DisableJetStream turns JetStream off on a running node, leaving core
-// NATS up: every JetStream request then fails, publishes and requests on
-// plain subjects keep working.
-func (nd *Node) DisableJetStream(t testing.TB) {
-	t.Helper()
-	if err := nd.Server().DisableJetStream(); err != nil {
-		t.Fatalf("natstest: disable JetStream: %v", err)
-	}
-}
-
-// EnableJetStream turns JetStream back on, recovering its streams.
-func (nd *Node) EnableJetStream(t testing.TB) {
-	t.Helper()
-	s := nd.Server()
-	if err := s.EnableJetStream(&server.JetStreamConfig{StoreDir: nd.opts.StoreDir}); err != nil {
-		t.Fatalf("natstest: enable JetStream: %v", err)
-	}
-}
-
 // URLs lists every node's client URL, comma-separated, starting at node
 // first.
 func (c *Cluster) URLs(first int) string {
