@@ -48,23 +48,32 @@ func (w *Worker) sweep(ctx context.Context) {
 		return
 	}
 	for _, r := range recs {
-		turn := lastUserTurn(r.Task.History)
+		// The scan may have come from a replica behind the log: confirm
+		// through the leader that the task is still waiting.
+		cur, err := w.Bus.LoadTask(ctx, r.Task.ID)
+		if err != nil || cur.Task.Status.State != a2a.StateSubmitted {
+			continue
+		}
+		turn := lastUserTurn(cur.Task.History)
 		if turn == nil {
 			continue
 		}
-		queued, err := w.Bus.Queued(ctx, w.Name, r.Task.ID)
+		queued, err := w.Bus.Queued(ctx, w.Name, cur.Task.ID)
 		if err != nil || queued {
 			continue
 		}
 		item := &bus.WorkItem{
-			TaskID: r.Task.ID, ContextID: r.Task.ContextID, Agent: r.Agent,
-			Message: *turn, Owner: r.Owner, Enqueued: a2a.Now(),
+			TaskID: cur.Task.ID, ContextID: cur.Task.ContextID, Agent: cur.Agent,
+			Message: *turn, Owner: cur.Owner, Enqueued: a2a.Now(),
 		}
-		if err := w.Bus.Enqueue(ctx, item, bus.WorkMsgID(r.Task.ID, turn.MessageID), nil); err != nil {
-			w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", r.Task.ID, "err", err)
+		// Not the turn's own message id: if its first item was published
+		// and then lost, the duplicate window would swallow a repeat.
+		msgID := bus.RecoveryMsgID(cur.Task.ID, turn.MessageID, cur.LastSeq)
+		if err := w.Bus.Enqueue(ctx, item, msgID, nil); err != nil {
+			w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", cur.Task.ID, "err", err)
 			continue
 		}
-		w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", r.Task.ID)
+		w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", cur.Task.ID)
 	}
 }
 

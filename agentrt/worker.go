@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -88,7 +89,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.runCtx = ctx
-	cons, err := w.Bus.WorkConsumer(ctx, w.Name)
+	cons, err := w.workConsumer(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,6 +129,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.routes.wait()
 	w.Logger.Info("worker stopped")
 	return nil
+}
+
+// workConsumer opens the agent's work consumer, waiting through a NATS
+// failover or a cluster that is still forming: only ctx ending or an
+// invalid agent name stops it.
+func (w *Worker) workConsumer(ctx context.Context) (jetstream.Consumer, error) {
+	for attempt := 1; ; attempt++ {
+		cons, err := w.Bus.WorkConsumer(ctx, w.Name)
+		if err == nil {
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !bus.ValidToken(w.Name) {
+			return nil, err
+		}
+		delay := min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)
+		w.Logger.Warn("waiting for NATS to create the work consumer", "err", err, "attempt", attempt, "retry_in", delay)
+		sleepCtx(ctx, delay)
+	}
 }
 
 // handBackAll returns the work interrupted by shutdown to the queue. It
@@ -199,13 +221,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	if sc := span.SpanContext(); sc.IsValid() {
 		log = log.With("trace_id", sc.TraceID().String())
 	}
-	opCtx, cancelOp := context.WithTimeout(bg, 10*time.Second)
+	opCtx, cancelOp := context.WithTimeout(bg, 20*time.Second)
 	rec, err := w.Bus.PeekTask(opCtx, item.TaskID)
 	cancelOp()
 	switch {
 	case errors.Is(err, bus.ErrTaskNotFound):
-		log.Warn("work item for unknown task dropped")
-		_ = m.Ack()
+		w.taskNotFound(log, m, meta, &item)
 		return
 	case err != nil:
 		log.Warn("load task failed; will retry", "err", err)
@@ -215,12 +236,21 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack() // canceled while queued, or a late redelivery
 		return
 	}
+	if why := w.alreadyServed(bg, rec, &item, meta); why != "" {
+		log.Info("work item not run: "+why, "state", rec.Task.Status.State)
+		_ = m.Ack()
+		return
+	}
 	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
 		run: fmt.Sprintf("%d.%d", meta.Sequence.Stream, meta.NumDelivered)}
 	if int(meta.NumDelivered) >= w.Bus.Config().MaxDeliver && meta.NumDelivered > 1 {
 		log.Error("task abandoned after repeated worker failures")
-		_ = wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", meta.NumDelivered))
-		_ = w.Bus.DeadLetter(bg, w.Name, m.Data(), "max deliveries")
+		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", meta.NumDelivered))) {
+			return
+		}
+		if err := w.Bus.DeadLetter(bg, w.Name, m.Data(), "max deliveries"); err != nil {
+			log.Error("could not dead-letter the abandoned work item", "err", err)
+		}
 		_ = m.Ack()
 		return
 	}
@@ -313,6 +343,80 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	_ = m.Ack()
 }
 
+// taskNotFound handles a work item whose task cannot be read. The task is
+// read through the stream leader (bus/ensure.go), so a miss is not a
+// replica behind a write; still, a work item is never dropped on a first
+// miss: it comes back with a growing delay, and only after MaxDeliver
+// deliveries (about a minute) is it given up, into the dead-letter stream
+// where an operator can see it, never silently.
+func (w *Worker) taskNotFound(log *slog.Logger, m jetstream.Msg, meta *jetstream.MsgMetadata, item *bus.WorkItem) {
+	n := int(meta.NumDelivered)
+	if n >= w.Bus.Config().MaxDeliver {
+		log.Error("work item for a task that stayed not found; dead-lettered", "deliveries", n)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := w.Bus.DeadLetter(ctx, w.Name, m.Data(), "task not found"); err != nil {
+			log.Error("could not dead-letter the work item; will retry", "err", err)
+			_ = m.NakWithDelay(notFoundMaxDelay)
+			return
+		}
+		_ = m.Ack()
+		return
+	}
+	delay := min(time.Second<<min(n-1, 8), notFoundMaxDelay)
+	log.Warn("work item for a task not found; will retry", "retry_in", delay, "enqueued", item.Enqueued)
+	_ = m.NakWithDelay(delay)
+}
+
+// notFoundMaxDelay bounds the wait between deliveries of a work item whose
+// task was not found.
+const notFoundMaxDelay = 8 * time.Second
+
+// alreadyServed says why a work item must not run (empty when it must):
+// its turn was settled already (a redelivery whose ack was lost, say), a
+// later turn replaced it, or another work item for the same turn holds the
+// task (a recovery that raced the original, bus.RecoveryMsgID) and will
+// run it; acking such an item lets that one finish instead of the two
+// taking the task from each other. rec may be an older snapshot than the
+// log; each reason is a fact of the log's prefix that later events do not
+// undo.
+func (w *Worker) alreadyServed(ctx context.Context, rec *bus.TaskRecord, item *bus.WorkItem, meta *jetstream.MsgMetadata) string {
+	h := rec.Task.History
+	turn := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].MessageID == item.Message.MessageID && h[i].Role == a2a.RoleUser {
+			turn = i
+			break
+		}
+	}
+	if turn < 0 {
+		return "" // not in this snapshot yet: run it
+	}
+	for _, later := range h[turn+1:] {
+		if later.Role == a2a.RoleUser {
+			return "a later turn of the task replaced it"
+		}
+	}
+	st := rec.Task.Status.State
+	if st.Interrupted() {
+		return "its turn was already settled"
+	}
+	if st != a2a.StateWorking || rec.Run == "" {
+		return ""
+	}
+	seqStr, _, _ := strings.Cut(rec.Run, ".")
+	seq, err := strconv.ParseUint(seqStr, 10, 64)
+	if err != nil || seq == meta.Sequence.Stream {
+		return "" // a redelivery of the item that claimed the task: take over
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if held, err := w.Bus.WorkHeld(c, seq); err == nil && held {
+		return "another work item for the same turn holds the task"
+	}
+	return ""
+}
+
 // runState is the state label of a run's duration: the final state the
 // run left the task in (completed, input_required, ...), handed_back, or
 // unsettled when none was recorded (canceled or closed elsewhere, retried).
@@ -395,10 +499,11 @@ func failureText(err error) string {
 	return "the agent failed while processing the task (internal error)"
 }
 
-// heartbeat tells JetStream the task is still in progress every third of
-// AckWait, until the returned stop is called.
+// heartbeat tells JetStream the task is still in progress every quarter
+// of AckWait, until the returned stop is called: three beats may be lost
+// (a NATS node failing over) before the task is redelivered.
 func (w *Worker) heartbeat(m jetstream.Msg) func() {
-	every := w.Bus.Config().AckWait / 3
+	every := w.Bus.Config().AckWait / 4
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -27,7 +27,10 @@ type Config struct {
 	// recognised.
 	DuplicateWindow time.Duration
 	// AckWait is how long a worker may hold a task without a heartbeat
-	// before it is redelivered to another worker.
+	// before it is redelivered to another worker. Workers heartbeat every
+	// AckWait/4, so a short AckWait costs little and a crashed worker's
+	// tasks move on quickly; a run that stalls past it is fenced off by the
+	// run that replaces it (AppendOptions).
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one work item; the last one fails the
 	// task and dead-letters it.
@@ -50,8 +53,8 @@ var DefaultConfig = Config{
 	MaxQueued:       100_000,
 	MaxQueueBytes:   1 << 30,
 	DuplicateWindow: 2 * time.Minute,
-	AckWait:         10 * time.Second,
-	MaxDeliver:      5,
+	AckWait:         2 * time.Second,
+	MaxDeliver:      10,
 	RegistryTTL:     10 * time.Second,
 	MaxTasks:        DefaultMaxTasks,
 	MaxTaskEvents:   DefaultMaxTaskEvents,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -73,11 +74,18 @@ func (b *Bus) WorkConsumer(ctx context.Context, agent string) (jetstream.Consume
 		FilterSubject: WorkFilter(agent),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       b.cfg.AckWait,
-		MaxDeliver:    b.cfg.MaxDeliver,
+		// The worker bounds deliveries itself (Config.MaxDeliver): at the
+		// bound it fails the task and dead-letters the item. A server-side
+		// bound would instead stop delivering an item that the last
+		// delivery had to hand back (a bus error), leaving its task
+		// waiting for good.
+		MaxDeliver:    -1,
 		MaxAckPending: 10_000,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
-	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamWork, cfg)
+	c, err := read(ctx, func(c context.Context) (jetstream.Consumer, error) {
+		return b.js.CreateOrUpdateConsumer(c, StreamWork, cfg)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer for %s: %w", agent, err)
 	}
@@ -107,11 +115,35 @@ func (b *Bus) Queued(ctx context.Context, agent, taskID string) (bool, error) {
 	return false, err
 }
 
+// RecoveryMsgID is the Nats-Msg-Id of a work item enqueued again to
+// recover a turn whose first item is gone (never published, or lost): it
+// differs from WorkMsgID, so the duplicate window, which still remembers
+// the first item, does not swallow it, and it is the same for every
+// recovery of the task as it stands at log sequence lastSeq, so two
+// janitors (or a janitor and a retried send) recovering the same turn
+// still enqueue it once.
+func RecoveryMsgID(taskID, messageID string, lastSeq uint64) string {
+	return fmt.Sprintf("%s-r%d", WorkMsgID(taskID, messageID), lastSeq)
+}
+
+// WorkHeld reports whether the work item at stream sequence seq is still
+// in the work queue: waiting, or held by a worker that has not acked it.
+func (b *Bus) WorkHeld(ctx context.Context, seq uint64) (bool, error) {
+	_, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) { return b.work.GetMsg(c, seq) })
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
 // DeadLetter records a work item that could not be processed.
 func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason string) error {
 	msg := &nats.Msg{Subject: DeadSubject(agent), Data: data, Header: nats.Header{}}
 	msg.Header.Set("A2a-Reason", reason)
-	_, err := b.js.PublishMsg(ctx, msg)
+	_, err := b.publish(ctx, msg, jetstream.WithMsgID("d-"+uuid.NewString()))
 	return err
 }
 

@@ -77,7 +77,7 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 		rec, err := e.continueTask(ctx, c, msg)
 		switch {
 		case errors.Is(err, errTurnRecorded):
-			return e.replay(c, p, rec) // a retried turn
+			return e.replay(ctx, c, p, rec) // a retried turn
 		case err == nil:
 			p.rec = rec
 			p.item, p.msgID = e.workItem(c, p, rec), e.workMsgID(rec.Task.ID, msg.MessageID)
@@ -116,7 +116,7 @@ func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
 			if !hasMessage(existing, msg.MessageID) {
 				return nil, a2a.ErrInvalidParams.With("Invalid parameters: task %s already exists", taskID)
 			}
-			return e.replay(c, p, existing)
+			return e.replay(ctx, c, p, existing)
 		}
 		if gen < maxIDGenerations {
 			taskID = e.newTaskID(c, msg.MessageID, existing.Task.ID)
@@ -156,16 +156,26 @@ func deriveTaskID(agent, owner, key string) string {
 }
 
 // replay makes p a retry of the earlier call that recorded its message in rec.
-func (e *Edge) replay(c *call, p *sendPlan, rec *bus.TaskRecord) (*sendPlan, error) {
+func (e *Edge) replay(ctx context.Context, c *call, p *sendPlan, rec *bus.TaskRecord) (*sendPlan, error) {
 	if rec.Owner != c.owner || rec.Agent != c.agent {
 		return nil, a2a.ErrInvalidParams.With("Invalid parameters: messageId was already used")
 	}
 	p.rec, p.replay = rec, true
 	if rec.Task.Status.State == a2a.StateSubmitted {
-		// The earlier call may have died before enqueueing; the work
-		// queue's dedupe window drops a second copy.
-		p.item = e.workItem(c, p, rec)
-		p.msgID = e.workMsgID(rec.Task.ID, p.params.Message.MessageID)
+		// The earlier call may have died before enqueueing, or its item
+		// may be gone: enqueue again unless the turn is waiting in the
+		// queue. Not under the turn's own message id, which the duplicate
+		// window may still hold for an item published and then lost; a
+		// copy racing the earlier call's is harmless (the worker runs one
+		// item per turn, agentrt.Worker).
+		queued, err := e.bus.Queued(ctx, rec.Agent, rec.Task.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !queued {
+			p.item = e.workItem(c, p, rec)
+			p.msgID = bus.RecoveryMsgID(rec.Task.ID, p.params.Message.MessageID, rec.LastSeq)
+		}
 	}
 	return p, nil
 }
