@@ -114,16 +114,60 @@ func (e *Edge) routes() {
 	e.mux.HandleFunc("POST /a2a/{$}", e.serveRPC)
 	e.mux.HandleFunc("POST /{$}", e.serveRPC)
 	e.mux.HandleFunc("GET /.well-known/jwks.json", e.serveJWKS) // push signatures (push.go)
-	e.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
+	e.mux.HandleFunc("GET /healthz", e.serveHealth)
 	if e.cfg.Metrics != nil {
 		e.mux.Handle("GET /metrics", e.cfg.Metrics.Handler())
 	}
 	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 	})
+}
+
+// WaitingFor lists what the edge still waits for before it is ready
+// (empty: ready): "agent registry" until its registry table has loaded
+// the registry, "push delivery" while push is configured but its
+// consumers are not running (see Start).
+func (e *Edge) WaitingFor() []string {
+	var w []string
+	if !e.reg.Loaded() {
+		w = append(w, "agent registry")
+	}
+	if e.cfg.Push.Enabled {
+		if st := e.push(); st == nil || !st.running.Load() {
+			w = append(w, "push delivery")
+		}
+	}
+	return w
+}
+
+// serveHealth answers /healthz: 200 {"status":"ok"} once the edge is
+// ready; until then 503 {"status":"starting","waiting_for":[...]} (task
+// calls are served meanwhile; sends wait for the registry, push calls for
+// push delivery: they answer -32000, retry).
+func (e *Edge) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if waiting := e.WaitingFor(); len(waiting) > 0 {
+		writeStarting(w, waiting)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// writeStarting answers 503 saying what the edge waits for.
+func writeStarting(w http.ResponseWriter, waiting []string) {
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "starting", "waiting_for": waiting})
+}
+
+// registryLoading answers a card request 503 while the registry table
+// has not loaded: its agents are not known yet, not absent.
+func (e *Edge) registryLoading(w http.ResponseWriter) bool {
+	if e.reg.Loaded() {
+		return false
+	}
+	writeStarting(w, []string{"agent registry"})
+	return true
 }
 
 // ServeHTTP serves the edge's routes, with CORS and panic recovery.
@@ -181,6 +225,9 @@ func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.Agen
 }
 
 func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
+	if e.registryLoading(w) {
+		return
+	}
 	name := r.PathValue("name")
 	c, ok := e.reg.Lookup(name)
 	if !ok || !bus.ValidToken(name) {
@@ -191,6 +238,9 @@ func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
+	if e.registryLoading(w) {
+		return
+	}
 	entries := e.reg.Agents()
 	cards := make([]a2a.AgentCard, 0, len(entries))
 	for _, en := range entries {
@@ -203,6 +253,9 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 // serving every agent by tenant (and the default agent without one); its
 // skills are the live agents.
 func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
+	if e.registryLoading(w) {
+		return
+	}
 	base := e.baseURL(r)
 	entries := e.reg.Agents()
 	skills := make([]a2a.AgentSkill, 0, len(entries))

@@ -110,9 +110,40 @@ func (c PushConfig) withDefaults() PushConfig {
 	return c
 }
 
+// Check reports a configuration error of c (the allow-list, the signing
+// key file), without NATS: a role checks it before it waits for NATS, so a
+// bad flag ends the process at once.
+func (c PushConfig) Check() error {
+	if !c.Enabled {
+		return nil
+	}
+	_, _, err := c.prepare()
+	return err
+}
+
+// prepare builds the SSRF guard and reads the signing key file, if any.
+func (c PushConfig) prepare() (*ssrf.Guard, []byte, error) {
+	guard, err := ssrf.New(c.Trusted)
+	if err != nil {
+		return nil, nil, fmt.Errorf("edge: push allow-list: %w", err)
+	}
+	if c.SigningKeyFile == "" {
+		return guard, nil, nil
+	}
+	pemBytes, err := os.ReadFile(c.SigningKeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("edge: push signing key: %w", err)
+	}
+	if _, err := pushsig.ParsePEM(pemBytes); err != nil {
+		return nil, nil, fmt.Errorf("edge: push signing key %s: %w", c.SigningKeyFile, err)
+	}
+	return guard, pemBytes, nil
+}
+
 // pushState is an edge's running push machinery. It is kept beside the
 // Edge (keyed by it) rather than in it, so the rest of the edge stays
-// unaware of push.
+// unaware of push. store and signer are set while it starts, before
+// running is; readers check running first.
 type pushState struct {
 	cfg     PushConfig
 	store   *bus.PushStore
@@ -121,39 +152,57 @@ type pushState struct {
 	signer  *pushsig.Signer
 	index   *pushIndex
 	running atomic.Bool
+	stopped atomic.Bool
 	wg      sync.WaitGroup
+	// reindex asks the config watcher for a new watch (the index fell
+	// behind the bucket: its watcher may have lost its server).
+	reindex chan struct{}
 }
 
 // push is the edge's push state, nil until Start runs push.
 func (e *Edge) push() *pushState { return e.pushSt.Load() }
 
 // pushEnabled reports whether this edge delivers push notifications (what
-// cards advertise): configured, and Start has its consumers running.
+// cards advertise): configured and started (perhaps still waiting for
+// NATS: calls are then answered -32000, retry), and not stopped.
 func (e *Edge) pushEnabled() bool {
 	st := e.push()
-	return st != nil && st.running.Load()
+	return st != nil && !st.stopped.Load()
+}
+
+// errPushStarting answers push calls while this edge's push machinery
+// waits for NATS (start-up, or a failover during it).
+var errPushStarting = a2a.ErrServerBusy.With("push notifications are starting on this edge (waiting for NATS); retry shortly")
+
+// pushRunning returns the push state for a call that needs it: the
+// "not supported" error when push is off, -32000 while it starts.
+func (e *Edge) pushRunning() (*pushState, error) {
+	st := e.push()
+	switch {
+	case st == nil || st.stopped.Load():
+		return nil, a2a.ErrPushNotificationNotSupported
+	case !st.running.Load():
+		return nil, errPushStarting
+	}
+	return st, nil
 }
 
 // Start starts the edge's background work: with push enabled, the push
 // dispatcher and deliverer, which run until ctx ends (Wait waits for them).
 // Without push it does nothing.
+//
+// It returns once push delivery runs. Every step that needs JetStream (the
+// push bucket and stream, the signing key, the config index, the two
+// consumers) is retried through a failover with backoff, logging what it
+// waits for: Start returns an error only for a configuration error (see
+// PushConfig.Check), and nil when ctx ends first. Meanwhile /healthz says
+// not ready and push calls are answered -32000.
 func (e *Edge) Start(ctx context.Context) error {
 	pc := e.cfg.Push.withDefaults()
 	if !pc.Enabled {
 		return nil
 	}
-	if e.push() != nil {
-		return errors.New("edge: already started")
-	}
-	guard, err := ssrf.New(pc.Trusted)
-	if err != nil {
-		return fmt.Errorf("edge: push allow-list: %w", err)
-	}
-	store, err := e.bus.OpenPush(ctx)
-	if err != nil {
-		return err
-	}
-	signer, err := e.loadSigner(ctx, pc)
+	guard, keyFile, err := pc.prepare()
 	if err != nil {
 		return err
 	}
@@ -161,17 +210,33 @@ func (e *Edge) Start(ctx context.Context) error {
 	client.CheckRedirect = func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a webhook answers itself; a redirect is a failure
 	}
-	st := &pushState{cfg: pc, store: store, guard: guard, client: client, signer: signer, index: newPushIndex()}
-	if err := st.start(ctx, e); err != nil {
+	st := &pushState{cfg: pc, guard: guard, client: client, index: newPushIndex(), reindex: make(chan struct{}, 1)}
+	if !e.pushSt.CompareAndSwap(nil, st) {
+		return errors.New("edge: already started")
+	}
+	// This goroutine holds st.wg until Start returns, so Wait never sees
+	// the count reach zero while Start still adds to it.
+	starting := make(chan struct{})
+	defer close(starting)
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		<-ctx.Done()
+		st.stopped.Store(true)
+		st.running.Store(false)
+		<-starting
+	}()
+	if err := st.start(ctx, e, keyFile); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
-	e.pushSt.Store(st)
+	if ctx.Err() != nil {
+		return nil
+	}
 	st.running.Store(true)
-	e.log.Info("push notifications on", "signing_kid", signer.KeyID(), "max_attempts", pc.MaxAttempts, "trusted", pc.Trusted)
-	go func() {
-		<-ctx.Done()
-		st.running.Store(false)
-	}()
+	e.log.Info("push notifications on", "signing_kid", st.signer.KeyID(), "max_attempts", pc.MaxAttempts, "trusted", pc.Trusted)
 	return nil
 }
 
@@ -185,26 +250,26 @@ func (e *Edge) Wait() {
 // signingKeyName is the A2A_PUSH_KEYS entry of a generated key.
 const signingKeyName = "signing"
 
-func (e *Edge) loadSigner(ctx context.Context, pc PushConfig) (*pushsig.Signer, error) {
-	var pemBytes []byte
-	if pc.SigningKeyFile != "" {
-		b, err := os.ReadFile(pc.SigningKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("edge: push signing key: %w", err)
-		}
-		pemBytes = b
-	} else {
-		b, err := e.bus.LoadOrCreateSecret(ctx, signingKeyName, func() ([]byte, error) {
-			k, err := pushsig.GenerateKey()
-			if err != nil {
-				return nil, err
-			}
-			return pushsig.EncodePEM(k)
+// loadSigner makes the signer from the key file's bytes (keyFile), or from
+// the key kept in NATS (generated by the first edge), retrying through a
+// failover. A key that does not parse is a configuration error.
+func (e *Edge) loadSigner(ctx context.Context, keyFile []byte) (*pushsig.Signer, error) {
+	pemBytes := keyFile
+	if pemBytes == nil {
+		err := bus.Retry(ctx, e.log, "the push signing key (bucket "+bus.BucketPushKeys+")", func(ctx context.Context) error {
+			b, err := e.bus.LoadOrCreateSecret(ctx, signingKeyName, func() ([]byte, error) {
+				k, err := pushsig.GenerateKey()
+				if err != nil {
+					return nil, err
+				}
+				return pushsig.EncodePEM(k)
+			})
+			pemBytes = b
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("edge: push signing key: %w", err)
 		}
-		pemBytes = b
 	}
 	key, err := pushsig.ParsePEM(pemBytes)
 	if err != nil {
@@ -215,8 +280,13 @@ func (e *Edge) loadSigner(ctx context.Context, pc PushConfig) (*pushsig.Signer, 
 
 // serveJWKS serves the public key set push signatures verify with.
 func (e *Edge) serveJWKS(w http.ResponseWriter, r *http.Request) {
-	st := e.push()
-	if st == nil || !st.running.Load() {
+	st, err := e.pushRunning()
+	if errors.Is(err, errPushStarting) {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "push notifications are starting (waiting for NATS)"})
+		return
+	}
+	if err != nil {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "push notifications are not enabled"})
 		return
 	}
@@ -251,9 +321,9 @@ func (p *pushIDParams) ids() (taskID, configID string) {
 
 // pushConfigCall serves the four push-config methods of both versions.
 func (e *Edge) pushConfigCall(c *call) (any, error) {
-	st := e.push()
-	if st == nil || !st.running.Load() {
-		return nil, a2a.ErrPushNotificationNotSupported
+	st, err := e.pushRunning()
+	if err != nil {
+		return nil, err
 	}
 	switch c.op {
 	case a2a.OpPushSet:
@@ -532,9 +602,9 @@ func (c *call) encodePushConfig(cfg a2a.TaskPushNotificationConfig, withCredenti
 // checkSendPush validates the push config of a send before the send records
 // anything, including the per-task limit when it continues task taskID.
 func (e *Edge) checkSendPush(ctx context.Context, c *call, taskID string, cfg *a2a.TaskPushNotificationConfig) error {
-	st := e.push()
-	if st == nil || !st.running.Load() {
-		return a2a.ErrPushNotificationNotSupported
+	st, err := e.pushRunning()
+	if err != nil {
+		return err
 	}
 	if err := st.validatePushConfig(cfg); err != nil {
 		return err
@@ -561,14 +631,14 @@ func (e *Edge) storeSendPush(ctx context.Context, c *call, p *sendPlan) error {
 	if p.params.Configuration == nil || p.params.Configuration.TaskPushNotificationConfig == nil {
 		return nil
 	}
-	st := e.push()
-	if st == nil || !st.running.Load() {
-		return a2a.ErrPushNotificationNotSupported
+	st, err := e.pushRunning()
+	if err != nil {
+		return err
 	}
 	cfg := *p.params.Configuration.TaskPushNotificationConfig
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewSHA1(taskIDSpace, []byte("push\x00"+p.rec.Task.ID+"\x00"+p.params.Message.MessageID)).String()
 	}
-	_, err := e.storePushConfig(ctx, c, st, p.rec, cfg)
+	_, err = e.storePushConfig(ctx, c, st, p.rec, cfg)
 	return err
 }

@@ -54,6 +54,17 @@ type pushIndex struct {
 	applied uint64                       // last bucket revision applied
 	ready   bool                         // initial values applied
 	changed chan struct{}                // closed and replaced on every change
+	// replay holds the keys a new watcher has replayed so far (nil: none
+	// is replaying): at its end, keys it did not replay were deleted
+	// while no watcher was looking.
+	replay map[string]struct{}
+}
+
+// beginReplay starts a new watcher's replay of the bucket.
+func (x *pushIndex) beginReplay() {
+	x.mu.Lock()
+	x.replay = map[string]struct{}{}
+	x.mu.Unlock()
 }
 
 func newPushIndex() *pushIndex {
@@ -80,12 +91,29 @@ func (x *pushIndex) apply(e jetstream.KeyValueEntry) {
 	defer x.signal()
 	if e == nil {
 		x.ready = true
+		if x.replay != nil {
+			for taskID, m := range x.tasks {
+				for configID := range m {
+					if _, ok := x.replay[taskID+"."+configID]; !ok {
+						delete(m, configID)
+					}
+				}
+				if len(m) == 0 {
+					delete(x.tasks, taskID)
+					delete(x.newest, taskID)
+				}
+			}
+			x.replay = nil
+		}
 		return
 	}
 	x.applied = max(x.applied, e.Revision())
 	taskID, configID, ok := strings.Cut(e.Key(), ".")
 	if !ok {
 		return
+	}
+	if x.replay != nil {
+		x.replay[e.Key()] = struct{}{}
 	}
 	if e.Operation() != jetstream.KeyValuePut {
 		if m := x.tasks[taskID]; m != nil {
@@ -164,46 +192,51 @@ func (x *pushIndex) configs(taskID string) map[string]uint64 {
 
 // ---- start ----
 
-// start runs the index watcher, the dispatcher and the deliverer.
-func (st *pushState) start(ctx context.Context, e *Edge) error {
-	w, err := st.store.Watch(ctx)
+// start brings up the push machinery, each step that needs JetStream
+// retried through a failover (bus.Retry logs what it waits for): the push
+// bucket and delivery stream, the signing key, the config index (its
+// watcher restarts itself for as long as the edge runs), then the two
+// consumers and their loops. It returns nil once they run, ctx's error if
+// ctx ends first, and any other error only for a bad key.
+func (st *pushState) start(ctx context.Context, e *Edge, keyFile []byte) error {
+	err := bus.Retry(ctx, e.log, "the push config bucket and delivery stream", func(ctx context.Context) error {
+		store, err := e.bus.OpenPush(ctx)
+		st.store = store
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	retention := e.bus.Config().Retention
+	if st.signer, err = e.loadSigner(ctx, keyFile); err != nil {
+		return err
+	}
 	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
-		defer func() { _ = w.Stop() }()
-		expiry := time.NewTicker(time.Minute)
-		defer expiry.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-expiry.C:
-				st.index.expire(now.Add(-retention))
-			case en, ok := <-w.Updates():
-				if !ok {
-					if ctx.Err() == nil {
-						e.log.Error("push: config watcher stopped")
-					}
-					return
-				}
-				st.index.apply(en)
-			}
-		}
+		st.watchConfigs(ctx, e)
 	}()
-	if !st.index.waitApplied(ctx, 0, 15*time.Second) {
-		return errors.New("edge: push config index did not load within 15s")
+	for !st.index.waitApplied(ctx, 0, 15*time.Second) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.log.Warn("NATS: waiting for the push config index to load")
 	}
-	dispatch, err := st.store.DispatchConsumer(ctx, dispatchBatch, dispatchAckWait)
+	var dispatch, deliver jetstream.Consumer
+	err = bus.Retry(ctx, e.log, "consumer "+bus.ConsumerPushDispatch, func(ctx context.Context) error {
+		c, err := st.store.DispatchConsumer(ctx, dispatchBatch, dispatchAckWait)
+		dispatch = c
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	// A job waits in this edge's queue behind at most one delivery of its
 	// shard, and InProgress restarts the clock when its turn comes.
-	deliver, err := st.store.DeliverConsumer(ctx, st.cfg.MaxAttempts, 2*st.cfg.Timeout+5*time.Second)
+	err = bus.Retry(ctx, e.log, "consumer "+bus.ConsumerPushDeliver, func(ctx context.Context) error {
+		c, err := st.store.DeliverConsumer(ctx, st.cfg.MaxAttempts, 2*st.cfg.Timeout+5*time.Second)
+		deliver = c
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -219,6 +252,106 @@ func (st *pushState) start(ctx context.Context, e *Edge) error {
 	return nil
 }
 
+// watchConfigs keeps the config index fed from a watcher on the push
+// bucket until ctx ends. A watch that cannot start, or stops, is started
+// again with backoff; so is one the dispatcher finds behind the bucket
+// (reindex). A new watch replays the bucket: configs deleted meanwhile
+// leave the index when the replay is done.
+func (st *pushState) watchConfigs(ctx context.Context, e *Edge) {
+	retention := e.bus.Config().Retention
+	expiry := time.NewTicker(time.Minute)
+	defer expiry.Stop()
+	wait := 250 * time.Millisecond
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		// The watcher lives as long as ctx (nats.go stops it with ctx).
+		w, err := st.store.Watch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d := bus.Jitter(wait)
+			wait = min(2*wait, 5*time.Second)
+			e.log.Warn("NATS: waiting for a watch of the push config bucket", "err", err, "attempt", attempt, "retry_in", d.Round(time.Millisecond))
+			bus.Sleep(ctx, d)
+			continue
+		}
+		if attempt > 1 {
+			e.log.Info("NATS: watching the push config bucket", "attempts", attempt)
+		}
+		started := time.Now()
+		st.index.beginReplay()
+		st.followConfigs(ctx, e, w, expiry.C, retention)
+		_ = w.Stop()
+		if time.Since(started) > time.Minute {
+			attempt, wait = 0, 250*time.Millisecond
+			continue
+		}
+		d := bus.Jitter(wait)
+		wait = min(2*wait, 5*time.Second)
+		bus.Sleep(ctx, d)
+	}
+}
+
+// followConfigs applies w's updates to the index until ctx ends, w stops,
+// or the dispatcher asks for a new watch.
+func (st *pushState) followConfigs(ctx context.Context, e *Edge, w jetstream.KeyWatcher, expiry <-chan time.Time, retention time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-expiry:
+			st.index.expire(now.Add(-retention))
+		case <-st.reindex:
+			e.log.Warn("push: config index behind the bucket; watching the bucket again")
+			return
+		case en, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() == nil {
+					e.log.Warn("push: config watcher stopped; watching again")
+				}
+				return
+			}
+			st.index.apply(en)
+		}
+	}
+}
+
+// failStreak paces and logs a loop's failures in a row: a pause growing
+// from 250ms to 5s, one log line per failure until the pause is long, then
+// one per 30s, and a line when it works again.
+type failStreak struct {
+	n      int
+	since  time.Time
+	logged time.Time
+}
+
+func (f *failStreak) failed(e *Edge, msg string, err error) {
+	now := time.Now()
+	if f.n == 0 {
+		f.since = now
+	}
+	f.n++
+	if f.n <= 5 || now.Sub(f.logged) >= 30*time.Second {
+		f.logged = now
+		e.log.Warn(msg, "err", err, "failures", f.n, "failing_for_ms", now.Sub(f.since).Milliseconds())
+	}
+}
+
+func (f *failStreak) ok(e *Edge, msg string) {
+	if f.n > 0 {
+		e.log.Info(msg, "after_failures", f.n, "failed_for_ms", time.Since(f.since).Milliseconds())
+		f.n = 0
+	}
+}
+
+func (f *failStreak) pause() time.Duration {
+	d := 250 * time.Millisecond
+	for i := 1; i < f.n && d < 5*time.Second; i++ {
+		d *= 2
+	}
+	return bus.Jitter(min(d, 5*time.Second))
+}
+
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -232,15 +365,17 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // ---- dispatch ----
 
 func (st *pushState) dispatchLoop(ctx context.Context, e *Edge, cons jetstream.Consumer) {
+	var fails failStreak
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(dispatchBatch, jetstream.FetchMaxWait(dispatchFetchWait))
 		if err != nil {
 			if ctx.Err() == nil {
-				e.log.Warn("push: dispatch fetch failed", "err", err)
+				fails.failed(e, "push: dispatch fetch failed; retrying", err)
 			}
-			sleepCtx(ctx, 250*time.Millisecond)
+			sleepCtx(ctx, fails.pause())
 			continue
 		}
+		fails.ok(e, "push: dispatch fetches again")
 		msgs := batch.Messages()
 		for {
 			group := collect(ctx, msgs)
@@ -307,6 +442,10 @@ func (st *pushState) dispatch(ctx context.Context, e *Edge, group []jetstream.Ms
 			st.index.bump(rev) // the bucket's last entry expired
 		} else {
 			e.log.Warn("push: config index behind the bucket; retrying the batch", "revision", rev)
+			select {
+			case st.reindex <- struct{}{}: // its watcher may have lost its server
+			default:
+			}
 			nakAll(group, time.Second)
 			return
 		}
@@ -350,10 +489,14 @@ func (st *pushState) dispatch(ctx context.Context, e *Edge, group []jetstream.Ms
 
 func (st *pushState) deliverLoop(ctx context.Context, e *Edge, cons jetstream.Consumer) {
 	n := st.cfg.Workers
-	it, err := cons.Messages(jetstream.PullMaxMessages(n))
+	var it jetstream.MessagesContext
+	err := bus.Retry(ctx, e.log, "the push deliverer's pull subscription", func(context.Context) error {
+		var err error
+		it, err = cons.Messages(jetstream.PullMaxMessages(n))
+		return err
+	})
 	if err != nil {
-		e.log.Error("push: deliverer not started", "err", err)
-		return
+		return // ctx ended
 	}
 	// Jobs are sharded by task: one edge delivers a task's notifications
 	// one at a time, in the order it receives them.
@@ -373,16 +516,27 @@ func (st *pushState) deliverLoop(ctx context.Context, e *Edge, cons jetstream.Co
 			}
 		}(shards[i])
 	}
+	var fails failStreak
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				break
 			}
-			e.log.Warn("push: deliverer fetch failed", "err", err)
-			sleepCtx(ctx, 250*time.Millisecond)
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				// The subscription ended under us: pull again.
+				fails.failed(e, "push: deliverer subscription closed; pulling again", err)
+				sleepCtx(ctx, fails.pause())
+				if next, err := cons.Messages(jetstream.PullMaxMessages(n)); err == nil {
+					it = next
+				}
+				continue
+			}
+			fails.failed(e, "push: deliverer fetch failed; retrying", err)
+			sleepCtx(ctx, fails.pause())
 			continue
 		}
+		fails.ok(e, "push: deliverer fetches again")
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(m.Subject()))
 		select {

@@ -145,6 +145,10 @@ func (e *Edge) resolveAgent(c *call) *a2a.Error {
 			return a2a.ErrInvalidParams.With("no agent named: call /agents/{name} or set the tenant field")
 		}
 		if _, ok := e.reg.Lookup(c.agent); !ok {
+			if !e.reg.Loaded() {
+				// Not "unknown": this edge has not read the registry yet.
+				return errRegistryLoading
+			}
 			return a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", c.agent)
 		}
 	}
@@ -184,7 +188,7 @@ func (e *Edge) dispatch(c *call) {
 		return
 	}
 	if err != nil {
-		rerr := a2a.AsError(err)
+		rerr := rpcError(err)
 		if rerr.Code == a2a.CodeInternalError {
 			c.log.Error("request failed", "err", err)
 		}
@@ -192,6 +196,23 @@ func (e *Edge) dispatch(c *call) {
 		return
 	}
 	e.writeRPC(c.w, http.StatusOK, a2a.NewResult(c.req.ID, result))
+}
+
+// errRegistryLoading answers a send that names an agent the edge's
+// registry table cannot vouch for yet: it has not loaded the registry
+// (the edge is starting, or NATS is electing a leader for the bucket).
+var errRegistryLoading = a2a.ErrServerBusy.With("this edge is starting: the agent registry is not loaded yet; retry shortly")
+
+// rpcError is the JSON-RPC error a call's failure is answered with. An
+// error of the bus that is JetStream being briefly unavailable (no leader,
+// no answer) is -32000 "retry", never -32603: the client's retry will
+// likely succeed once the failover is over.
+func rpcError(err error) *a2a.Error {
+	var ae *a2a.Error
+	if !errors.As(err, &ae) && bus.IsTransient(err) {
+		return bus.ErrUnavailable
+	}
+	return a2a.AsError(err)
 }
 
 // logServed writes the call's access line at debug level: method, agent,
@@ -260,7 +281,7 @@ func (e *Edge) loadTask(ctx context.Context, c *call, id string) (*bus.TaskRecor
 	if id == "" {
 		return nil, a2a.ErrInvalidParams.With("Invalid parameters: id is required")
 	}
-	rec, err := e.bus.LoadTask(ctx, id)
+	rec, err := e.readTask(ctx, id)
 	if errors.Is(err, bus.ErrTaskNotFound) {
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
 	}
@@ -272,6 +293,32 @@ func (e *Edge) loadTask(ctx context.Context, c *call, id string) (*bus.TaskRecor
 	}
 	c.taskTraced(rec)
 	return rec, nil
+}
+
+// readTask loads a task, riding out a failover: a transient error of the
+// bus is retried within the failover budget (the last error is returned
+// past it, which the caller answers with -32000).
+func (e *Edge) readTask(ctx context.Context, id string) (*bus.TaskRecord, error) {
+	start := time.Now()
+	wait := 100 * time.Millisecond
+	var (
+		rec *bus.TaskRecord
+		err error
+	)
+	for attempt := 0; attempt < 100; attempt++ {
+		rec, err = e.bus.LoadTask(ctx, id)
+		if err == nil || !bus.IsTransient(err) || ctx.Err() != nil || time.Since(start)+wait >= bus.FailoverBudget {
+			return rec, err
+		}
+		if attempt == 0 {
+			e.log.Warn("task read failed; retrying through the failover", "task_id", trunc(id, 64), "err", err)
+		}
+		if !bus.Sleep(ctx, bus.Jitter(wait)) {
+			break
+		}
+		wait = min(2*wait, time.Second)
+	}
+	return rec, err
 }
 
 // earlyError answers a request that failed before its method fixed the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,42 +152,118 @@ func lastEventID(r *http.Request) (uint64, bool) {
 	return n, err == nil
 }
 
+// Streams through a failover. A stream reads the task's log with a bus
+// EventReader. When the reader cannot be opened or fails (no leader for the
+// events stream, a consumer lost with its node), the stream opens a new
+// one after the last event it read: no gap, no duplicate, whichever edge
+// the client is on. A reader can also stall without failing (nats.go
+// recreating its consumer with growing backoff); a stream quiet for
+// streamProbeAfter asks the log's leader for its last event, and opens a
+// new reader when the log has events the reader has not delivered by the
+// next ask. JetStream that has not answered for bus.FailoverBudget ends
+// the stream with -32000 (bus.ErrUnavailable): the client resumes with
+// Last-Event-ID. Only an event the edge cannot decode is -32603.
+const (
+	// streamProbeAfter is how long a stream may receive nothing before it
+	// asks the log whether it is behind; while it is behind or JetStream
+	// does not answer, it asks every streamProbeRetry.
+	streamProbeAfter = 5 * time.Second
+	streamProbeRetry = time.Second
+	// streamProbeTimeout bounds one ask.
+	streamProbeTimeout = 2 * time.Second
+	// streamReopenFirst is the pause before opening a reader again; it
+	// doubles up to streamReopenMax.
+	streamReopenFirst = 100 * time.Millisecond
+	streamReopenMax   = time.Second
+	// streamMaxReopens bounds the readers one stream opens.
+	streamMaxReopens = 1000
+)
+
 // pump forwards the task's events after seq until a final state, the
-// client leaving, or a bus failure (reported as a JSON-RPC error frame).
+// client leaving, or the bus staying unavailable past the failover budget
+// (a -32000 frame).
 func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, after uint64) {
 	sw.start()
-	r, err := e.bus.ReadEvents(ctx, taskID, after)
-	if err != nil {
-		c.log.Error("stream: read events", "err", err)
-		_ = sw.event(0, c.errorResponse(a2a.ErrInternal))
-		return
-	}
-	defer r.Close()
-	ka := time.NewTicker(e.cfg.KeepAlive)
+	p := &streamPump{e: e, c: c, sw: sw, taskID: taskID, lastRead: after}
+	p.run(ctx)
+	// A reader of a log that does not answer may wait for nats.go's own
+	// retries before it closes: the response ends without waiting.
+	p.closeReader(!p.outage.IsZero() || p.behind > 0)
+}
+
+type streamPump struct {
+	e        *Edge
+	c        *call
+	sw       *sseWriter
+	taskID   string
+	r        *bus.EventReader
+	lastRead uint64 // the last event read from the log (sent or skipped)
+	// outage is when the bus stopped answering this stream (zero: it
+	// answers); lastErr is what it said last.
+	outage  time.Time
+	lastErr error
+	// quiet is when the stream last received an event or opened a reader;
+	// behind is the log's last event at the previous ask when the reader
+	// had not delivered it (0: not behind); asked is when the log was
+	// last asked.
+	quiet, asked time.Time
+	behind       uint64
+	opens        int
+}
+
+func (p *streamPump) run(ctx context.Context) {
+	ka := time.NewTicker(p.e.cfg.KeepAlive)
 	defer ka.Stop()
+	check := time.NewTicker(streamProbeRetry)
+	defer check.Stop()
+	wait := streamReopenFirst
 	for {
+		if p.r == nil {
+			if !p.open(ctx) {
+				if ctx.Err() != nil || p.budgetSpent() {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(bus.Jitter(wait)):
+				}
+				wait = min(2*wait, streamReopenMax)
+				continue
+			}
+			wait = streamReopenFirst
+		}
+		var events <-chan bus.Event
+		if p.r != nil {
+			events = p.r.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ka.C:
-			if sw.keepAlive() != nil {
+			if p.sw.keepAlive() != nil {
 				return
 			}
-		case ev, ok := <-r.C:
+		case now := <-check.C:
+			if !p.probe(ctx, now) {
+				return
+			}
+		case ev, ok := <-events:
 			if !ok {
-				if err := r.Err(); err != nil && !errors.Is(err, context.Canceled) {
-					c.log.Error("stream: event log read failed", "err", err)
-					_ = sw.event(0, c.errorResponse(a2a.ErrInternal))
+				if !p.readerEnded(ctx) {
+					return
 				}
-				return
+				continue
 			}
+			p.lastRead, p.quiet, p.behind = ev.Seq, time.Now(), 0
+			p.recovered()
 			if ev.Resp.Message != nil && ev.Resp.Message.Role == a2a.RoleUser {
 				continue // user turns are history, not stream items
 			}
 			if ev.Resp.Task != nil {
 				continue // the creation entry; a client starts from a snapshot
 			}
-			if err := sw.event(ev.Seq, a2a.NewResult(c.req.ID, c.encodeEvent(ev.Resp))); err != nil {
+			if err := p.sw.event(ev.Seq, a2a.NewResult(p.c.req.ID, p.c.encodeEvent(ev.Resp))); err != nil {
 				return
 			}
 			if su := ev.Resp.StatusUpdate; su != nil && su.Status.State.Final() {
@@ -196,4 +273,136 @@ func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, 
 	}
 }
 
-var _ = bus.ErrTaskNotFound
+// open opens a reader after the last event read; it reports whether it
+// did. A failure starts (or continues) an outage.
+func (p *streamPump) open(ctx context.Context) bool {
+	if p.opens >= streamMaxReopens {
+		p.fail(fmt.Errorf("stream: %d readers opened; giving up", p.opens))
+		return false
+	}
+	p.opens++
+	r, err := p.e.bus.ReadEvents(ctx, p.taskID, p.lastRead)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.unavailable(err, "stream: cannot open the event log; retrying")
+		}
+		return false
+	}
+	p.r, p.quiet = r, time.Now()
+	if p.opens > 1 {
+		p.c.log.Info("stream: reading the event log again", "after_seq", p.lastRead, "readers", p.opens)
+	}
+	return true
+}
+
+// readerEnded handles the end of the reader's channel; it reports whether
+// the stream goes on.
+func (p *streamPump) readerEnded(ctx context.Context) bool {
+	err := p.r.Err()
+	p.closeReader(false)
+	if ctx.Err() != nil {
+		return false
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &se) || errors.As(err, &te) {
+		p.c.log.Error("stream: event log unreadable", "err", err)
+		_ = p.sw.event(0, p.c.errorResponse(a2a.ErrInternal))
+		return false
+	}
+	if err == nil {
+		err = errors.New("event reader stopped")
+	}
+	p.unavailable(err, "stream: event log read failed; resuming after the last event read")
+	return !p.budgetSpent()
+}
+
+// probe asks the log's leader, when the stream has been quiet long enough,
+// whether the reader is behind and whether JetStream answers; it reports
+// whether the stream goes on.
+func (p *streamPump) probe(ctx context.Context, now time.Time) bool {
+	if p.r == nil {
+		return true // open's retries keep the count
+	}
+	every := streamProbeAfter
+	if !p.outage.IsZero() || p.behind > 0 {
+		every = streamProbeRetry
+	}
+	if now.Sub(p.quiet) < streamProbeAfter || now.Sub(p.asked) < every {
+		return true
+	}
+	p.asked = now
+	pctx, cancel := context.WithTimeout(ctx, streamProbeTimeout)
+	last, err := p.e.bus.LastEventSeq(pctx, p.taskID)
+	cancel()
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		p.unavailable(err, "stream: the event log does not answer; waiting for the failover")
+		return !p.budgetSpent()
+	}
+	p.recovered()
+	switch {
+	case last <= p.lastRead:
+		p.behind = 0 // quiet, not stalled
+	case p.behind > 0 && p.lastRead < p.behind:
+		// Events the log had at the last ask are still not here: the
+		// reader is stuck. Its Close may wait for nats.go's own retries,
+		// so it is left to finish on its own.
+		p.c.log.Warn("stream: event reader stalled; reading the log again", "last_read", p.lastRead, "log_last", last)
+		p.closeReader(true)
+		p.behind = 0
+	default:
+		p.behind = last
+	}
+	return true
+}
+
+// unavailable notes a failure of the bus for this stream.
+func (p *streamPump) unavailable(err error, msg string) {
+	if p.outage.IsZero() {
+		p.outage = time.Now()
+		p.c.log.Warn(msg, "err", err, "after_seq", p.lastRead)
+	}
+	p.lastErr = err
+}
+
+func (p *streamPump) recovered() {
+	if !p.outage.IsZero() {
+		p.c.log.Info("stream: event log answers again", "after_ms", time.Since(p.outage).Milliseconds())
+		p.outage, p.lastErr = time.Time{}, nil
+	}
+}
+
+// budgetSpent ends the stream with -32000 once the bus has not answered
+// for the failover budget; it reports whether it did.
+func (p *streamPump) budgetSpent() bool {
+	if p.outage.IsZero() || time.Since(p.outage) < bus.FailoverBudget {
+		return false
+	}
+	p.fail(p.lastErr)
+	return true
+}
+
+// fail ends the stream with -32000: the client retries (Last-Event-ID
+// resumes it without a gap).
+func (p *streamPump) fail(err error) {
+	p.c.log.Warn("stream: event log unavailable past the failover budget; the client is told to retry", "err", err,
+		"after_seq", p.lastRead, "budget", bus.FailoverBudget)
+	_ = p.sw.event(0, p.c.errorResponse(bus.ErrUnavailable))
+}
+
+// closeReader closes the reader; detached, it does not wait for it.
+func (p *streamPump) closeReader(detached bool) {
+	r := p.r
+	p.r = nil
+	if r == nil {
+		return
+	}
+	if detached {
+		go r.Close()
+		return
+	}
+	r.Close()
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,33 +91,68 @@ func addNATSFlags(fs *flag.FlagSet) *natsFlags {
 	}
 }
 
+// check reports configuration errors of the NATS flags (files that cannot
+// be read, a certificate without its key, replicas out of range) before
+// anything waits for NATS: they end the process; NATS being unreachable
+// does not.
+func (f *natsFlags) check() error {
+	if strings.TrimSpace(*f.url) == "" {
+		return errors.New("--nats: no NATS server given")
+	}
+	for _, c := range []struct{ flag, path string }{
+		{"--nats-creds", *f.creds}, {"--nats-ca", *f.ca}, {"--nats-cert", *f.cert}, {"--nats-key", *f.key},
+	} {
+		if c.path == "" {
+			continue
+		}
+		if _, err := os.ReadFile(c.path); err != nil {
+			return fmt.Errorf("%s: %w", c.flag, err)
+		}
+	}
+	if (*f.cert == "") != (*f.key == "") {
+		return errors.New("--nats-cert and --nats-key go together")
+	}
+	if *f.cert != "" {
+		if _, err := tls.LoadX509KeyPair(*f.cert, *f.key); err != nil {
+			return fmt.Errorf("--nats-cert/--nats-key: %w", err)
+		}
+	}
+	if *f.replicas < 1 || *f.replicas > 5 {
+		return fmt.Errorf("--replicas must be 1 to 5, got %d", *f.replicas)
+	}
+	return nil
+}
+
 // openBus connects to NATS and opens the layout, retrying until NATS
-// answers, so roles can start in any order.
+// answers (bus.Retry: backoff, and a log line saying what it waits for),
+// so roles can start in any order and ride out a failover at start-up. It
+// returns an error only for a NATS URL that cannot be used, or when ctx
+// ends.
 func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) (*bus.Bus, func(), error) {
 	nc, err := bus.Dial(bus.DialConfig{URL: *f.url, Name: name, CredsFile: *f.creds, Token: *f.token,
 		CAFile: *f.ca, CertFile: *f.cert, KeyFile: *f.key})
 	if err != nil {
 		return nil, nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		b, err := bus.Open(octx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
-		cancel()
-		if err == nil {
-			return b, func() { _ = nc.Drain() }, nil
-		}
-		if ctx.Err() != nil {
-			nc.Close()
-			return nil, nil, ctx.Err()
-		}
-		log.Warn("NATS not ready; retrying", "url", *f.url, "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 5*time.Second)):
-		}
+	var b *bus.Bus
+	err = bus.Retry(ctx, log, "JetStream: the mesh's streams and buckets at "+*f.url, func(ctx context.Context) error {
+		var err error
+		b, err = bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
+		return err
+	})
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
 	}
+	return b, func() { _ = nc.Drain() }, nil
 }
 
+// runEdge runs an edge. It listens at once, and serves /healthz (503 with
+// what it waits for until it is ready) from the start. Once the bus is
+// open it serves A2A calls: task calls at once, sends once its registry
+// table has loaded, push calls once push delivery runs (-32000, retry,
+// meanwhile). Nothing NATS does ends it: only configuration errors (flags,
+// files, a busy port) do, and they are checked before it waits for NATS.
 func runEdge(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
 	nf := addNATSFlags(fs)
@@ -126,64 +162,121 @@ func runEdge(ctx context.Context, args []string) error {
 		return err
 	}
 	log := lf.logger()
+	cfg, err := ef.config()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Push.Check(); err != nil {
+		return err
+	}
+	if err := nf.check(); err != nil {
+		return err
+	}
 	stopTracing, err := startTracing(ctx, tracing.ServiceEdge, log)
 	if err != nil {
 		return err
 	}
 	defer stopTracing()
-	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log)
-	if err != nil {
-		return err
-	}
-	defer closeBus()
-	table := registry.NewTable()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	rctx, stopTable := context.WithCancel(ctx)
-	defer stopTable()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for rctx.Err() == nil {
-			if err := table.Run(rctx, b); err != nil && rctx.Err() == nil {
-				log.Warn("registry watcher stopped; restarting", "err", err)
-				time.Sleep(time.Second)
-			}
-		}
-	}()
-	cfg, err := ef.config()
-	if err != nil {
-		return err
-	}
-	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
-	e := edge.New(cfg)
-	if err := e.Start(rctx); err != nil { // push delivery, until shutdown
-		return err
-	}
-	defer func() { stopTable(); e.Wait() }()
-	srv := edge.NewServer(e, log)
 	ln, err := net.Listen("tcp", *ef.listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen: %w", err)
 	}
-	log.Info("a2amesh edge ready", "url", "http://"+ln.Addr().String(), "nats", *nf.url)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+	gate := edge.NewGate()
+	srv := edge.NewServer(gate, log)
+	served := make(chan struct{})
+	var serveErr error
+	go func() { serveErr = srv.Serve(ln); close(served) }()
+	log.Info("a2amesh edge listening; ready once NATS answers", "url", url, "nats", *nf.url)
+	stopServing := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			_ = srv.Close()
+		}
+		<-served
+		if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+			return serveErr
+		}
+		return nil
+	}
+
+	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log)
+	if err != nil {
+		serr := stopServing()
+		if ctx.Err() != nil {
+			return serr
+		}
+		return errors.Join(err, serr)
+	}
+	defer closeBus()
+	table := registry.NewTable()
+	table.Logger = log
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	rctx, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = table.Run(rctx, b) // returns when rctx ends; retries its watch meanwhile
+	}()
+	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
+	e := edge.New(cfg)
+	gate.Open(e)
+	started := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		started <- e.Start(rctx) // push delivery: retries through failovers; errs on configuration only
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		logReady(rctx, e, url, *nf.url, log)
+	}()
+	var startErr error
 	select {
-	case err := <-errc:
-		return err
+	case <-served: // the HTTP server failed; stopServing returns why
+	case startErr = <-started: // a configuration error, or nil once push runs
+		if startErr == nil {
+			select {
+			case <-served:
+			case <-ctx.Done():
+			}
+		}
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
+	serr := stopServing()
+	stopBackground()
+	e.Wait()
+	return errors.Join(startErr, serr)
+}
+
+// logReady logs "a2amesh edge ready" once the edge is, and what it still
+// waits for every 10s until then.
+func logReady(ctx context.Context, e *edge.Edge, url, natsURL string, log *slog.Logger) {
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastLog := start
+	for {
+		waiting := e.WaitingFor()
+		if len(waiting) == 0 {
+			log.Info("a2amesh edge ready", "url", url, "nats", natsURL, "after_ms", time.Since(start).Milliseconds())
+			return
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			lastLog = time.Now()
+			log.Warn("a2amesh edge not ready yet; task calls are served, sends and push calls answer -32000 (retry)", "waiting_for", waiting)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 func runWorker(ctx context.Context, args []string) error {
@@ -225,6 +318,9 @@ func runWorker(ctx context.Context, args []string) error {
 		if *name == "" {
 			*name = *agentName
 		}
+	}
+	if err := nf.check(); err != nil {
+		return err
 	}
 	log := lf.logger()
 	stopTracing, err := startTracing(ctx, tracing.ServiceWorker(firstNonEmpty(*name, *agentName, "proxy")), log)

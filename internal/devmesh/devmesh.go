@@ -115,12 +115,11 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	m.cancel = cancel
 
 	table := registry.NewTable()
+	table.Logger = cfg.Logger
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		if err := table.Run(runCtx, m.bus); err != nil && runCtx.Err() == nil {
-			m.log.Error("registry watcher stopped", "err", err)
-		}
+		_ = table.Run(runCtx, m.bus) // until runCtx ends, riding out what NATS does
 	}()
 	builtin := agents.Builtin()
 	for name, a := range builtin {
@@ -143,15 +142,28 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	ecfg.Bus, ecfg.Registry, ecfg.Logger = m.bus, table, cfg.Logger
 	e := edge.New(ecfg)
 	// The edge's background work (push delivery), stopped with the mesh.
-	if err := e.Start(runCtx); err != nil {
-		return nil, err
-	}
-	m.wg.Add(1)
+	// Start returns once push delivery runs (retrying what NATS refuses
+	// meanwhile, bounded by ctx here), so the mesh is ready when Start
+	// returns.
+	started := make(chan error, 1)
+	m.wg.Add(2)
+	go func() {
+		defer m.wg.Done()
+		started <- e.Start(runCtx)
+	}()
 	go func() {
 		defer m.wg.Done()
 		<-runCtx.Done()
 		e.Wait()
 	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done(): // Close (deferred above) ends runCtx, and so Start
+		return nil, fmt.Errorf("devmesh: push delivery not started: %w", ctx.Err())
+	}
 	m.http = edge.NewServer(e, cfg.Logger)
 	m.wg.Add(1)
 	go func() {
