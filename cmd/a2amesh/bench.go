@@ -35,6 +35,8 @@ func runBench(ctx context.Context, args []string) error {
 			return runBenchScale(ctx, args[1:])
 		case "registry":
 			return runBenchRegistry(ctx, args[1:])
+		case "chaos":
+			return runBenchChaos(ctx, args[1:])
 		}
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)

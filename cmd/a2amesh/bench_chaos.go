@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/chaos"
+)
+
+// runBenchChaos runs the chaos harness (internal/chaos): the production
+// shape on loopback, under load, with a role killed every few seconds,
+// then the check of every acknowledged task and stream. It exits non-zero
+// on any violation.
+func runBenchChaos(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench chaos", flag.ContinueOnError)
+	duration := fs.Duration("duration", time.Minute, "how long the clients send and faults are injected (e.g. 30m for a soak run)")
+	clients := fs.Int("clients", 16, "concurrent clients, half blocking, half streaming")
+	killEvery := fs.String("kill-every", "3s-6s", "pause between two faults: min-max, or one duration")
+	seed := fs.Int64("seed", 0, "seed of the clients' and the faults' choices (default: the time; printed, to repeat a run)")
+	bin := fs.String("bin", "", "a2amesh binary the roles run (default: this one)")
+	faults := fs.String("faults", chaos.FaultKill, "comma-separated faults: kill (SIGKILL any role), pause (SIGSTOP a NATS node for --pause-for), partition (cut a NATS node's routes for --partition-for)")
+	pauseFor := fs.Duration("pause-for", 20*time.Second, "how long a paused NATS node stays stopped")
+	partitionFor := fs.Duration("partition-for", 10*time.Second, "how long a NATS node's routes stay cut")
+	dir := fs.String("dir", "", "directory for the NATS nodes' data (default: a temporary directory, removed afterwards)")
+	logDir := fs.String("log-dir", "", "write each role's output tail here after the run (default: only on violations, to a new temporary directory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	lo, hi, err := chaos.ParseRange(*killEvery)
+	if err != nil {
+		return fmt.Errorf("--kill-every: %w", err)
+	}
+	fl, err := chaos.ParseFaults(*faults)
+	if err != nil {
+		return fmt.Errorf("--faults: %w", err)
+	}
+	path := *bin
+	if path == "" {
+		if path, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this binary: %w", err)
+		}
+	}
+	cfg := chaos.Config{
+		Bin: path, Dir: *dir, Keep: *dir != "", Duration: *duration, Clients: *clients,
+		KillMin: lo, KillMax: hi, Seed: *seed, Faults: fl, PauseFor: *pauseFor, PartitionFor: *partitionFor,
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "bench chaos: "+format+"\n", args...)
+		},
+	}
+	if *duration > 10*time.Minute {
+		// A soak run holds many more tasks: give the final listing and
+		// the log reads room.
+		cfg.ListBudget, cfg.LogCheckBudget = 15*time.Minute, 15*time.Minute
+	}
+	rep, err := chaos.Run(ctx, cfg)
+	if rep != nil {
+		rep.Print(os.Stdout)
+	}
+	if err != nil {
+		writeChaosTails(rep, *logDir, true)
+		return err
+	}
+	verr := rep.Err()
+	writeChaosTails(rep, *logDir, verr != nil)
+	if rep.Aborted {
+		return errors.New("chaos run aborted")
+	}
+	if verr != nil {
+		n := 0
+		for _, c := range rep.ViolationCounts {
+			n += c
+		}
+		return fmt.Errorf("chaos: %d violations (listed above)", n)
+	}
+	return nil
+}
+
+// writeChaosTails saves each role's output tail, into dir or (when
+// wanted) a new temporary directory, and says where.
+func writeChaosTails(rep *chaos.Report, dir string, wanted bool) {
+	if rep == nil || len(rep.Tails) == 0 || (dir == "" && !wanted) {
+		return
+	}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "a2amesh-chaos-logs-*")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench chaos: saving the roles' output: %v\n", err)
+			return
+		}
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "bench chaos: saving the roles' output: %v\n", err)
+		return
+	}
+	for name, tail := range rep.Tails {
+		if err := os.WriteFile(filepath.Join(dir, name+".log"), []byte(tail), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "bench chaos: saving the roles' output: %v\n", err)
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench chaos: each role's output tail is in %s\n", dir)
+}

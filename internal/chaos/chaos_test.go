@@ -1,0 +1,94 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestChaos is the bounded chaos run: about a minute of load on the
+// production shape (3 NATS nodes, 2 edges, echo×2, slow×2, R3) with a role
+// SIGKILLed every 3–6 s, then the full check. It fails on any violation.
+//
+// Until the fixes of issue 11 land it runs only with A2AMESH_CHAOS=1 (it
+// finds violations on the current code). A2AMESH_SKIP_CHAOS=1 skips it,
+// saying so.
+func TestChaos(t *testing.T) {
+	if os.Getenv("A2AMESH_SKIP_CHAOS") == "1" {
+		t.Skip("A2AMESH_SKIP_CHAOS=1: the chaos run is skipped")
+	}
+	if os.Getenv("A2AMESH_CHAOS") != "1" {
+		t.Skip("the chaos run is opt-in until issue 11 is fixed: set A2AMESH_CHAOS=1")
+	}
+	bin := buildA2amesh(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rep, err := Run(ctx, Config{
+		Bin:            bin,
+		Dir:            t.TempDir(),
+		Duration:       55 * time.Second,
+		SettleBudget:   30 * time.Second,
+		ListBudget:     30 * time.Second,
+		LogCheckBudget: 30 * time.Second,
+		Logf:           t.Logf,
+	})
+	var out strings.Builder
+	if rep != nil {
+		rep.Print(&out)
+		t.Logf("chaos report (%v):\n%s", time.Since(start).Round(time.Second), out.String())
+	}
+	if err != nil {
+		if rep != nil {
+			var tails strings.Builder
+			rep.PrintTails(&tails, 16<<10)
+			t.Logf("role output:%s", tails.String())
+		}
+		t.Fatal(err)
+	}
+	if rep.Aborted {
+		t.Fatal("the chaos run was cut short (test deadline)")
+	}
+	if verr := rep.Err(); verr != nil {
+		var tails strings.Builder
+		rep.PrintTails(&tails, 16<<10)
+		t.Logf("role output (the last 16 KiB of each):%s", tails.String())
+		t.Error(verr)
+	}
+}
+
+// buildA2amesh builds ./cmd/a2amesh without the race detector (nine role
+// processes under -race would swamp a small machine) into a temporary
+// directory.
+func buildA2amesh(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := ""
+	for i := 0; i < 10 && root == ""; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			root = dir
+		}
+		dir = filepath.Dir(dir)
+	}
+	if root == "" {
+		t.Fatal("no go.mod above the test's directory")
+	}
+	bin := filepath.Join(t.TempDir(), "a2amesh")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/a2amesh")
+	cmd.Dir = root
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/a2amesh: %v\n%s", err, out)
+	}
+	t.Logf("built a2amesh in %v", time.Since(start).Round(time.Millisecond))
+	return bin
+}

@@ -1,0 +1,291 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// admin is the harness's own NATS connection to the cluster: it only
+// reads (stream and consumer info, registry keys, task event logs) and
+// never configures anything.
+type admin struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+func dialAdmin(urls []string) (*admin, error) {
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Name("a2amesh-chaos-harness"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second),
+		nats.RetryOnFailedConnect(true))
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &admin{nc: nc, js: js}, nil
+}
+
+func (a *admin) close() { a.nc.Close() }
+
+// caughtUp reports nil when every stream of the account (the mesh's streams
+// and KV buckets) and every durable consumer has a leader and all its
+// replicas current and online; else what is not.
+func (a *admin) caughtUp(ctx context.Context, replicas int) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	lister := a.js.ListStreams(ctx)
+	var names []string
+	n := 0
+	for info := range lister.Info() {
+		n++
+		if err := replicasCurrent("stream "+info.Config.Name, info.Cluster, replicas); err != nil {
+			return err
+		}
+		names = append(names, info.Config.Name)
+	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("list streams: %w", err)
+	}
+	if n == 0 {
+		return errors.New("no streams yet")
+	}
+	for _, name := range names {
+		s, err := a.js.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
+		}
+		cl := s.ListConsumers(ctx)
+		for ci := range cl.Info() {
+			if ci.Config.Durable == "" {
+				continue // ordered and other ephemeral consumers: R1, not replicated
+			}
+			want := replicas
+			if ci.Config.Replicas > 0 {
+				want = ci.Config.Replicas
+			}
+			if err := replicasCurrent("consumer "+name+"/"+ci.Name, ci.Cluster, want); err != nil {
+				return err
+			}
+		}
+		if err := cl.Err(); err != nil {
+			return fmt.Errorf("consumers of %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func replicasCurrent(what string, ci *jetstream.ClusterInfo, want int) error {
+	if want <= 1 {
+		return nil
+	}
+	if ci == nil || ci.Leader == "" {
+		return fmt.Errorf("%s: no leader", what)
+	}
+	if len(ci.Replicas)+1 != want {
+		return fmt.Errorf("%s: leader %s and %d replicas, want %d in all", what, ci.Leader, len(ci.Replicas), want)
+	}
+	for _, p := range ci.Replicas {
+		if !p.Current || p.Offline {
+			return fmt.Errorf("%s: replica %s not current (offline %v, lag %d, last seen %v ago)", what, p.Name, p.Offline, p.Lag, p.Active.Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// waitCaughtUp polls caughtUp every 250ms until it holds or budget ends.
+func (a *admin) waitCaughtUp(ctx context.Context, replicas int, budget time.Duration) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(budget)
+	var last error
+	for i := 0; i < 100_000; i++ {
+		if last = a.caughtUp(ctx, replicas); last == nil {
+			return time.Since(start), nil
+		}
+		if ctx.Err() != nil {
+			return time.Since(start), ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+	return time.Since(start), fmt.Errorf("cluster not caught up after %v: %v", budget.Round(time.Second), last)
+}
+
+// registryKeys lists the registry bucket's keys (<agent>.<instance>)
+// from the subjects of its stream: one request, no consumer. A key
+// deleted (a worker stopped cleanly) still shows until the bucket's
+// MaxAge drops it; callers look for new keys, or count keys at start.
+func (a *admin) registryKeys(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	s, err := a.js.Stream(ctx, "KV_"+bus.BucketRegistry)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + bus.BucketRegistry + "."
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for subj := range info.State.Subjects {
+		keys[strings.TrimPrefix(subj, prefix)] = true
+	}
+	return keys, nil
+}
+
+// jetStreamReady waits until the cluster answers JetStream API requests
+// (it has a meta leader).
+func (a *admin) jetStreamReady(ctx context.Context, budget time.Duration) error {
+	return pollUntil(ctx, budget, 100*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := a.js.AccountInfo(ctx)
+		return err
+	}, "JetStream of the cluster answering")
+}
+
+// logEntry is one entry of a task's event log.
+type logEntry struct {
+	Seq  uint64
+	Run  string // the worker run that wrote it (header A2a-Run), if any
+	Resp a2a.StreamResponse
+}
+
+// streamed reports whether an SSE stream forwards this entry (the edge
+// skips the creation entry and user turns, which are history).
+func (e logEntry) streamed() bool {
+	if e.Resp.Task != nil {
+		return false
+	}
+	if e.Resp.Message != nil && e.Resp.Message.Role == a2a.RoleUser {
+		return false
+	}
+	return true
+}
+
+func (e logEntry) state() a2a.TaskState {
+	switch {
+	case e.Resp.StatusUpdate != nil:
+		return e.Resp.StatusUpdate.Status.State
+	case e.Resp.Task != nil:
+		return e.Resp.Task.Status.State
+	}
+	return ""
+}
+
+// taskLog reads task id's whole event log from the stream's leader, one
+// entry at a time ($JS.API.STREAM.MSG.GET with next_by_subj: no consumer,
+// so it works even when the stream has no consumer to spare, and no
+// direct get, which a lagging replica could answer).
+func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
+	subj := bus.EventsSubject(id)
+	var out []logEntry
+	next := uint64(1)
+	for i := 0; i < 20_000; i++ {
+		req, _ := json.Marshal(map[string]any{"seq": next, "next_by_subj": subj})
+		var resp struct {
+			Error *struct {
+				Code    int    `json:"code"`
+				ErrCode int    `json:"err_code"`
+				Desc    string `json:"description"`
+			} `json:"error"`
+			Message *struct {
+				Seq  uint64 `json:"seq"`
+				Hdrs []byte `json:"hdrs"`
+				Data []byte `json:"data"`
+			} `json:"message"`
+		}
+		var err error
+		for try := 0; try < 5; try++ {
+			var m *nats.Msg
+			m, err = a.nc.Request("$JS.API.STREAM.MSG.GET."+bus.StreamEvents, req, 3*time.Second)
+			if err == nil {
+				resp.Error, resp.Message = nil, nil
+				err = json.Unmarshal(m.Data, &resp)
+			}
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			sleepCtx(ctx, 200*time.Millisecond)
+		}
+		if err != nil {
+			return out, err
+		}
+		if resp.Error != nil {
+			if resp.Error.ErrCode == 10037 { // no message found: the end of the log
+				return out, nil
+			}
+			return out, fmt.Errorf("get event after %d: %d %s", next, resp.Error.ErrCode, resp.Error.Desc)
+		}
+		if resp.Message == nil {
+			return out, errors.New("get event: empty answer")
+		}
+		e := logEntry{Seq: resp.Message.Seq, Run: headerValue(resp.Message.Hdrs, runHeader)}
+		if err := json.Unmarshal(resp.Message.Data, &e.Resp); err != nil {
+			return out, fmt.Errorf("event %d: %w", e.Seq, err)
+		}
+		out = append(out, e)
+		next = e.Seq + 1
+	}
+	return out, errors.New("log too long")
+}
+
+// runHeader names the worker run that wrote an event (bus/tasks.go).
+const runHeader = "A2a-Run"
+
+// headerValue reads one header from a raw NATS header block
+// ("NATS/1.0\r\nKey: value\r\n\r\n").
+func headerValue(hdrs []byte, key string) string {
+	for _, line := range strings.Split(string(hdrs), "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.EqualFold(strings.TrimSpace(k), key) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// consumers counts the consumers of each stream.
+func (a *admin) consumers(ctx context.Context) (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out := map[string]int{}
+	lister := a.js.ListStreams(ctx)
+	for info := range lister.Info() {
+		out[info.Config.Name] = info.State.Consumers
+	}
+	return out, lister.Err()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
