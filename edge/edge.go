@@ -66,6 +66,17 @@ type Edge struct {
 
 	limiter *limiter                  // nil: no rate limit (limit.go)
 	pushSt  atomic.Pointer[pushState] // set once Start runs push (push.go)
+	// budget bounds how long a call or stream rides out a failover
+	// before it answers -32000 (0: bus.FailoverBudget; tests change it).
+	budget time.Duration
+}
+
+// failoverBudget is how long a call or a stream waits out a failover.
+func (e *Edge) failoverBudget() time.Duration {
+	if e.budget > 0 {
+		return e.budget
+	}
+	return bus.FailoverBudget
 }
 
 // New returns an edge serving cfg.

@@ -378,7 +378,7 @@ func (p *streamPump) recovered() {
 // budgetSpent ends the stream with -32000 once the bus has not answered
 // for the failover budget; it reports whether it did.
 func (p *streamPump) budgetSpent() bool {
-	if p.outage.IsZero() || time.Since(p.outage) < bus.FailoverBudget {
+	if p.outage.IsZero() || time.Since(p.outage) < p.e.failoverBudget() {
 		return false
 	}
 	p.fail(p.lastErr)
@@ -389,7 +389,7 @@ func (p *streamPump) budgetSpent() bool {
 // resumes it without a gap).
 func (p *streamPump) fail(err error) {
 	p.c.log.Warn("stream: event log unavailable past the failover budget; the client is told to retry", "err", err,
-		"after_seq", p.lastRead, "budget", bus.FailoverBudget)
+		"after_seq", p.lastRead, "budget", p.e.failoverBudget())
 	_ = p.sw.event(0, p.c.errorResponse(bus.ErrUnavailable))
 }
 
