@@ -74,6 +74,12 @@ type Config struct {
 	// ListBudget bounds listing the tasks per agent; LogCheckBudget bounds
 	// reading the acknowledged tasks' event logs (default 3m each).
 	ListBudget, LogCheckBudget time.Duration
+	// ServerScan is how the final check reads every task the server
+	// holds: ScanList (ListTasks, page by page, per agent), ScanBucket
+	// (one pass over the task bucket; for long runs, where each ListTasks
+	// page scans the whole bucket) or ScanAuto (default: ListTasks up to
+	// 20 000 acknowledged tasks).
+	ServerScan string
 	// The fleet (default 2 edges, 2 echo and 2 slow workers, R3).
 	Edges, EchoWorkers, SlowWorkers, Replicas int
 	// LogLevel of the roles (default info); TailBytes of each role's
@@ -98,6 +104,13 @@ func (c *Config) hasFault(k string) bool {
 	}
 	return false
 }
+
+// Server scans of the final check.
+const (
+	ScanAuto   = "auto"
+	ScanList   = "list"
+	ScanBucket = "bucket"
+)
 
 // Limits of a run, so that a typo cannot start a week-long one.
 const (
@@ -141,6 +154,9 @@ func (c *Config) defaults() error {
 	def(&c.CatchUpBudget, 90*time.Second)
 	def(&c.ListBudget, 3*time.Minute)
 	def(&c.LogCheckBudget, 3*time.Minute)
+	if c.ServerScan == "" {
+		c.ServerScan = ScanAuto
+	}
 	defI(&c.Edges, 2)
 	defI(&c.EchoWorkers, 2)
 	defI(&c.SlowWorkers, 2)
@@ -164,6 +180,11 @@ func (c *Config) defaults() error {
 		return errors.New("chaos: the cluster has 3 nodes: replicas must be 3")
 	case c.RetryBudget >= c.SendDeadline:
 		return errors.New("chaos: the retry budget must be shorter than the send deadline")
+	}
+	switch c.ServerScan {
+	case ScanAuto, ScanList, ScanBucket:
+	default:
+		return fmt.Errorf("chaos: server scan %q: want auto, list or bucket", c.ServerScan)
 	}
 	for _, f := range c.Faults {
 		switch f {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,59 @@ type checker struct {
 	l    *load
 	viol *violations
 	rep  *Report
+	// handovers: for tasks that ran more than once, when one run's last
+	// event and the next run's first event were stored (guarded by rep.mu).
+	handovers []handover
+}
+
+// handover is a task's turn passing from one run to the next.
+type handover struct {
+	task        string
+	lastOfPrev  time.Time
+	firstOfNext time.Time
+}
+
+// runSpans lists the handovers in a task's log.
+func runSpans(entries []logEntry) []handover {
+	var out []handover
+	var prevRun string
+	var prevLast time.Time
+	for _, e := range entries {
+		if e.Run == "" {
+			continue
+		}
+		if prevRun != "" && e.Run != prevRun {
+			out = append(out, handover{lastOfPrev: prevLast, firstOfNext: e.At})
+		}
+		prevRun, prevLast = e.Run, e.At
+	}
+	return out
+}
+
+// workerHandovers measures, for each worker kill, how long the tasks it
+// held took to run again: over the tasks whose run wrote its last event in
+// the 3 s before the kill and whose next run started after it, the time
+// from the kill to that next run's first event.
+func workerHandovers(faults []Fault, hs []handover) []time.Duration {
+	var per []time.Duration
+	for _, f := range faults {
+		if f.Role != RoleWorker {
+			continue
+		}
+		var worst time.Duration
+		for _, h := range hs {
+			if h.lastOfPrev.After(f.at) || h.lastOfPrev.Before(f.at.Add(-3*time.Second)) || !h.firstOfNext.After(f.at) {
+				continue
+			}
+			if d := h.firstOfNext.Sub(f.at); d < time.Minute {
+				worst = max(worst, d)
+			}
+		}
+		if worst > 0 {
+			per = append(per, worst)
+		}
+	}
+	return per
 }
 
 // serverTask is what the server says of a task.
@@ -64,14 +118,27 @@ func (c *checker) run(ctx context.Context, sends []*sendRec) {
 	}
 	c.rep.SettledIn = time.Since(settleStart)
 
-	// 2. Every task the server holds, per agent, with ListTasks.
+	// 2. Every task the server holds: with ListTasks per agent, or, for
+	// a long run, a scan of the task bucket.
 	listStart := time.Now()
 	listed := map[string]*a2a.Task{}
-	for _, agent := range []string{"echo", "slow"} {
-		n, err := c.listTasks(ctx, agent, listed)
-		c.rep.ServerTasks += n
-		if err != nil {
-			c.viol.add(VCheck, "ListTasks of %s: %v (after %d tasks)", agent, err, n)
+	scan := c.cfg.ServerScan
+	if scan == ScanAuto {
+		scan = ScanList
+		if len(acked) > 20_000 {
+			scan = ScanBucket
+		}
+	}
+	c.rep.ScanHow = scan
+	if scan == ScanBucket {
+		c.scanBucket(ctx, listed)
+	} else {
+		for _, agent := range []string{"echo", "slow"} {
+			n, err := c.listTasks(ctx, agent, listed)
+			c.rep.ServerTasks += n
+			if err != nil {
+				c.viol.add(VCheck, "ListTasks of %s: %v (after %d tasks)", agent, err, n)
+			}
 		}
 	}
 	c.rep.ListTook = time.Since(listStart)
@@ -118,7 +185,7 @@ func (c *checker) run(ctx context.Context, sends []*sendRec) {
 			}
 			switch {
 			case t != nil:
-				c.viol.add(VCheck, "task %s (send %s) is missing from ListTasks of %s but GetTask finds it %s", s.TaskID, s.MsgID, s.Agent, shortState(t.Status.State))
+				c.viol.add(VCheck, "task %s (send %s) is missing from the server's list (%s) of %s but GetTask finds it %s", s.TaskID, s.MsgID, c.rep.ScanHow, s.Agent, shortState(t.Status.State))
 			case rerr != nil && rerr.Code == a2a.CodeTaskNotFound:
 				c.viol.add(VLost, "acknowledged task %s (%s send %s to %s, acknowledged at %s on edge-%d) does not exist: %s",
 					s.TaskID, s.Kind, s.MsgID, s.Agent, c.l.stamp(s.AckAt), s.AckEdge, rerr)
@@ -133,6 +200,11 @@ func (c *checker) run(ctx context.Context, sends []*sendRec) {
 	logStart := time.Now()
 	c.checkLogs(ctx, sends)
 	c.rep.LogCheckTook = time.Since(logStart)
+	if d := sortDurations(workerHandovers(c.rep.FaultLog, c.handovers)); len(d) > 0 {
+		c.rep.Recovery = append(c.rep.Recovery, RecoveryRow{Fault: "kill worker", Measure: "its tasks running again elsewhere (log)",
+			N: len(d), P50: percentile(d, 0.5), Max: d[len(d)-1]})
+		sort.SliceStable(c.rep.Recovery, func(i, j int) bool { return c.rep.Recovery[i].Fault < c.rep.Recovery[j].Fault })
+	}
 }
 
 // checkTask checks one acknowledged task as the server holds it, and the
@@ -265,6 +337,7 @@ func (c *checker) checkLog(s *sendRec, entries []logEntry) {
 	if len(runs) > 1 {
 		c.rep.mu.Lock()
 		c.rep.Reruns++
+		c.handovers = append(c.handovers, runSpans(entries)...)
 		c.rep.mu.Unlock()
 	}
 	if s.Kind != KindStreaming || !s.FinalSeen || len(s.Events) == 0 {
@@ -319,6 +392,29 @@ func describeEvents(evs []streamEvent) string {
 		}
 	}
 	return b.String()
+}
+
+// scanBucket reads every task of the bucket into into; unfinished ones
+// are read again with GetTask (their snapshot may lag their log).
+func (c *checker) scanBucket(ctx context.Context, into map[string]*a2a.Task) {
+	recs, err := c.f.admin.scanTasks(ctx, c.cfg.ListBudget)
+	if err != nil {
+		c.viol.add(VCheck, "scanning the task bucket: %v (after %d tasks)", err, len(recs))
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Agent != "echo" && r.Agent != "slow" {
+			continue
+		}
+		c.rep.ServerTasks++
+		t := r.Task
+		if !t.Status.State.Final() {
+			if fresh, rerr, err := c.getTask(ctx, i, r.Agent, t.ID); err == nil && rerr == nil {
+				t = *fresh
+			}
+		}
+		into[t.ID] = &t
+	}
 }
 
 // getTask reads a task with GetTask, from edge i%edges.

@@ -24,9 +24,11 @@ type admin struct {
 }
 
 func dialAdmin(urls []string) (*admin, error) {
+	// Pings every second: a connection to a paused (SIGSTOPped) node is
+	// given up in a few seconds, not after nats.go's default 2 minutes.
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.Name("a2amesh-chaos-harness"),
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second),
-		nats.RetryOnFailedConnect(true))
+		nats.RetryOnFailedConnect(true), nats.PingInterval(time.Second), nats.MaxPingsOutstanding(3))
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +107,27 @@ func replicasCurrent(what string, ci *jetstream.ClusterInfo, want int) error {
 	return nil
 }
 
+// seesOffline reports whether some stream's cluster info, as the cluster
+// answers it now, shows node as offline or behind: the rest of the
+// cluster has noticed the node is cut off.
+func (a *admin) seesOffline(ctx context.Context, node string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	lister := a.js.ListStreams(ctx)
+	for info := range lister.Info() {
+		ci := info.Cluster
+		if ci == nil || ci.Leader == node {
+			continue
+		}
+		for _, p := range ci.Replicas {
+			if p.Name == node && (p.Offline || !p.Current) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // waitCaughtUp polls caughtUp every 250ms until it holds or budget ends.
 func (a *admin) waitCaughtUp(ctx context.Context, replicas int, budget time.Duration) (time.Duration, error) {
 	start := time.Now()
@@ -162,7 +185,8 @@ func (a *admin) jetStreamReady(ctx context.Context, budget time.Duration) error 
 // logEntry is one entry of a task's event log.
 type logEntry struct {
 	Seq  uint64
-	Run  string // the worker run that wrote it (header A2a-Run), if any
+	Run  string    // the worker run that wrote it (header A2a-Run), if any
+	At   time.Time // when the stream stored it
 	Resp a2a.StreamResponse
 }
 
@@ -205,9 +229,10 @@ func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
 				Desc    string `json:"description"`
 			} `json:"error"`
 			Message *struct {
-				Seq  uint64 `json:"seq"`
-				Hdrs []byte `json:"hdrs"`
-				Data []byte `json:"data"`
+				Seq  uint64    `json:"seq"`
+				Hdrs []byte    `json:"hdrs"`
+				Data []byte    `json:"data"`
+				Time time.Time `json:"time"`
 			} `json:"message"`
 		}
 		var err error
@@ -235,7 +260,7 @@ func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
 		if resp.Message == nil {
 			return out, errors.New("get event: empty answer")
 		}
-		e := logEntry{Seq: resp.Message.Seq, Run: headerValue(resp.Message.Hdrs, runHeader)}
+		e := logEntry{Seq: resp.Message.Seq, Run: headerValue(resp.Message.Hdrs, runHeader), At: resp.Message.Time}
 		if err := json.Unmarshal(resp.Message.Data, &e.Resp); err != nil {
 			return out, fmt.Errorf("event %d: %w", e.Seq, err)
 		}
@@ -288,4 +313,66 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// scanTasks reads every task snapshot of the task bucket with a consumer
+// of its own (the last value per key; deleted keys skipped): one pass
+// however many tasks there are, where ListTasks scans the bucket once per
+// page. A snapshot of an unfinished task may lag its log (workers store
+// one now and then): callers read those again with GetTask.
+func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]bus.TaskRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	stream := "KV_" + bus.BucketTasks
+	cons, err := a.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		FilterSubject:     "$KV." + bus.BucketTasks + ".>",
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer on %s: %w", stream, err)
+	}
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = a.js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
+		dcancel()
+	}()
+	want := cons.CachedInfo().NumPending
+	var out []bus.TaskRecord
+	read := uint64(0)
+	for i := 0; i < 1_000_000 && read < want; i++ {
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			return out, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			read++
+			if op := m.Headers().Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+				continue
+			}
+			var r bus.TaskRecord
+			if err := json.Unmarshal(m.Data(), &r); err != nil {
+				return out, fmt.Errorf("%s: %w", m.Subject(), err)
+			}
+			out = append(out, r)
+		}
+		if err := batch.Error(); err != nil {
+			return out, err
+		}
+		if got == 0 {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			sleepCtx(ctx, 50*time.Millisecond)
+		}
+	}
+	if read < want {
+		return out, fmt.Errorf("read %d of %d entries", read, want)
+	}
+	return out, nil
 }

@@ -37,6 +37,10 @@ type Fault struct {
 	// budget.
 	CaughtUp    time.Duration
 	CaughtUpErr string
+	// Isolated (partitions): the rest of the cluster saw the node offline
+	// or behind during the cut, IsolatedAfter the cut began.
+	Isolated      bool
+	IsolatedAfter time.Duration
 }
 
 // injector injects faults every KillMin..KillMax until its context ends.
@@ -139,7 +143,17 @@ func (in *injector) inject(ctx context.Context, m *member, kind string) {
 	ft.At = ft.at.Sub(in.f.t0)
 	var before map[string]bool
 	if m.Role == RoleWorker {
-		before, _ = in.f.admin.registryKeys(rctx)
+		// The keys before the kill, to spot the restarted worker's new one.
+		var err error
+		for i := 0; i < 10; i++ {
+			if before, err = in.f.admin.registryKeys(rctx); err == nil {
+				break
+			}
+			sleepCtx(rctx, 200*time.Millisecond)
+		}
+		if err != nil {
+			before = nil
+		}
 	}
 	if m.Role == RoleNATS {
 		in.natsSettled.Store(false)
@@ -167,7 +181,11 @@ func (in *injector) inject(ctx context.Context, m *member, kind string) {
 		case RoleEdge:
 			_, rerr = in.f.waitHealthy(rctx, m, 60*time.Second)
 		case RoleWorker:
-			_, rerr = in.f.waitNewRegistration(rctx, m, before, 60*time.Second)
+			if before == nil {
+				rerr = fmt.Errorf("registry unreadable before the kill: restart not timed")
+			} else {
+				_, rerr = in.f.waitNewRegistration(rctx, m, before, 60*time.Second)
+			}
 		}
 		ft.Ready = time.Since(start)
 		if rerr != nil {
@@ -187,14 +205,32 @@ func (in *injector) inject(ctx context.Context, m *member, kind string) {
 		idx := in.natsIndex(m)
 		m.log.note("route traffic cut by the chaos harness")
 		in.f.proxies.cut(idx, true)
-		sleepCtx(ctx, in.cfg.PartitionFor)
+		// The rest of the cluster must notice: a route that bypasses the
+		// proxies (one nats-server made to an address another node
+		// gossiped) would make the cut a no-op.
+		end := time.Now().Add(in.cfg.PartitionFor)
+		for i := 0; i < 10_000 && time.Now().Before(end) && ctx.Err() == nil; i++ {
+			other := in.f.nodeAdmin[(idx+1+i%2)%len(in.f.nodeAdmin)]
+			if !ft.Isolated && other.seesOffline(ctx, m.serverName) {
+				ft.Isolated = true
+				ft.IsolatedAfter = time.Since(ft.at)
+			}
+			sleepCtx(ctx, min(time.Until(end), 500*time.Millisecond))
+		}
 		in.f.proxies.cut(idx, false)
+		if !ft.Isolated && time.Since(ft.at) >= in.cfg.PartitionFor {
+			ft.ReadyErr = "the cut did not isolate the node: the rest of the cluster still saw it current (a route bypassing the harness's proxies?)"
+		}
 		m.log.note("route traffic restored by the chaos harness")
 		ft.Lasted = time.Since(ft.at)
 	}
 	in.record(ft)
-	in.cfg.logf("fault %-9s %-15s at +%6.1fs: lasted %v, serving again after %v %s", kind, m.Name, ft.At.Seconds(),
-		ft.Lasted.Round(time.Millisecond), ft.Ready.Round(time.Millisecond), ft.ReadyErr)
+	iso := ""
+	if ft.Isolated {
+		iso = fmt.Sprintf(", seen cut off by the others after %v", ft.IsolatedAfter.Round(time.Millisecond))
+	}
+	in.cfg.logf("fault %-9s %-15s at +%6.1fs: lasted %v, serving again after %v%s %s", kind, m.Name, ft.At.Seconds(),
+		ft.Lasted.Round(time.Millisecond), ft.Ready.Round(time.Millisecond), iso, ft.ReadyErr)
 	if m.Role == RoleNATS {
 		in.catchups.Add(1)
 		go func() {

@@ -33,7 +33,10 @@ type fleet struct {
 	urls    []string // NATS client URLs
 	proxies *routeProxies
 	admin   *admin
-	hc      *http.Client
+	// nodeAdmin[i] is connected to node i only: the cluster as the
+	// other nodes see it while one is cut off.
+	nodeAdmin []*admin
+	hc        *http.Client
 
 	stopping atomic.Bool
 	serving  atomic.Bool // the fleet started (the load may begin)
@@ -113,6 +116,7 @@ func newFleet(cfg *Config, dir string, t0 time.Time) (*fleet, error) {
 			return nil, err
 		}
 		m := &member{Name: fmt.Sprintf("nats-%d", i), Role: RoleNATS, bin: cfg.Bin, clientAddr: clientAddrs[i], routeAddr: routeAddrs[i],
+			serverName: fmt.Sprintf("n%d", i),
 			args: []string{"nats", "--name", fmt.Sprintf("n%d", i), "--listen", clientAddrs[i], "--data", data,
 				"--cluster", clusterName, "--listen-cluster", routeAddrs[i], "--routes", strings.Join(routes, ","), "--log-level", logLevel}}
 		f.nats = append(f.nats, m)
@@ -207,6 +211,13 @@ func (f *fleet) start(ctx context.Context) error {
 	var err error
 	if f.admin, err = dialAdmin(f.urls); err != nil {
 		return fmt.Errorf("chaos: harness connection to NATS: %w", err)
+	}
+	for _, u := range f.urls {
+		a, err := dialAdmin([]string{u})
+		if err != nil {
+			return fmt.Errorf("chaos: harness connection to NATS: %w", err)
+		}
+		f.nodeAdmin = append(f.nodeAdmin, a)
 	}
 	// The roles start once the cluster has elected its meta leader; they
 	// are all started at once, in no particular order.
@@ -370,6 +381,9 @@ func (f *fleet) close() {
 	}
 	if f.admin != nil {
 		f.admin.close()
+	}
+	for _, a := range f.nodeAdmin {
+		a.close()
 	}
 	if f.proxies != nil {
 		f.proxies.close()

@@ -75,6 +75,7 @@ type member struct {
 	// addresses: NATS client address, edge HTTP base URL
 	clientAddr string
 	routeAddr  string
+	serverName string // NATS nodes: the server's name in the cluster
 	baseURL    string
 
 	mu     sync.Mutex

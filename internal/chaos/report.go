@@ -40,6 +40,7 @@ type Report struct {
 	Unacked         map[string]int // unacknowledged sends that made a task: outcome → state
 	PendingAtSettle int            // acknowledged tasks the clients had not seen completed
 	ListTook        time.Duration
+	ScanHow         string // list (ListTasks) or bucket
 	LogCheckTook    time.Duration
 
 	// The load.
@@ -147,8 +148,8 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "failed attempts: %s\n", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "server: %d tasks listed (in %v); %d acknowledged tasks read back completed; %d event logs checked (%d unreadable, in %v); %d tasks ran their turn more than once\n",
-		r.ServerTasks, r.ListTook.Round(time.Millisecond), r.Verified, r.LogChecked, r.LogErrors, r.LogCheckTook.Round(time.Millisecond), r.Reruns)
+	fmt.Fprintf(w, "server (%s): %d tasks listed (in %v); %d acknowledged tasks read back completed; %d event logs checked (%d unreadable, in %v); %d tasks ran their turn more than once\n",
+		r.ScanHow, r.ServerTasks, r.ListTook.Round(time.Millisecond), r.Verified, r.LogChecked, r.LogErrors, r.LogCheckTook.Round(time.Millisecond), r.Reruns)
 	if len(r.Unacked) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(r.Unacked) {
@@ -360,7 +361,7 @@ func (s *sendRec) doneAt() time.Time {
 // Faults come every few seconds, so a long recovery may overlap the next
 // fault: each fault is charged everything that waited across it.
 func recovery(faults []Fault, sends []*sendRec) []RecoveryRow {
-	type acc struct{ stall, wait, ready, caught []time.Duration }
+	type acc struct{ stall, wait, ready, caught, isolated []time.Duration }
 	accs := map[string]*acc{}
 	var order []string
 	for _, f := range faults {
@@ -412,6 +413,9 @@ func recovery(faults []Fault, sends []*sendRec) []RecoveryRow {
 		if f.CaughtUp > 0 {
 			a.caught = append(a.caught, f.CaughtUp)
 		}
+		if f.Isolated {
+			a.isolated = append(a.isolated, f.IsolatedAfter)
+		}
 	}
 	sort.Strings(order)
 	var rows []RecoveryRow
@@ -427,6 +431,7 @@ func recovery(faults []Fault, sends []*sendRec) []RecoveryRow {
 		add(key, "longest stream stall after it", a.stall)
 		add(key, "longest blocking send after it", a.wait)
 		add(key, "restart → serving", a.ready)
+		add(key, "seen cut off by the other nodes", a.isolated)
 		add(key, "→ all replicas current", a.caught)
 	}
 	return rows
