@@ -256,13 +256,12 @@ func TestStreamReopensItsReader(t *testing.T) {
 	require.Equal(t, w.seqs[1:], r.ids, "every event after Last-Event-ID exactly once, in order")
 }
 
-// A reader that stalls without failing (its consumer lost, nats.go unable
-// to create another, here because the events stream refuses new
-// consumers) is noticed once the stream is quiet while the log has events
-// it has not delivered, and replaced: the stream goes on after the last
-// event it read, without a gap or a duplicate, soon after consumers can be
-// created again (nats.go's own retries back off to 10s).
-func TestStreamReplacesAStalledReader(t *testing.T) {
+// A stream whose reader loses its consumer (its node died) while no new
+// one can be created (here: the events stream refuses new consumers) goes
+// on after the last event it read once one can, without a gap or a
+// duplicate, and soon (nats.go's ordered consumers, which the streams used,
+// back off to 10s between attempts and cannot be stopped meanwhile).
+func TestStreamReplacesALostReader(t *testing.T) {
 	f := startSingleEdge(t, Config{})
 	ctx := f.ctx
 	id := uuid.NewString()
@@ -298,7 +297,7 @@ func TestStreamReplacesAStalledReader(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, js.DeleteConsumer(ctx, bus.StreamEvents, reader))
 
-	w.append(ctx, 2) // the stalled reader does not deliver these
+	w.append(ctx, 2) // appended while no reader can be created
 	time.Sleep(streamProbeAfter + 3*streamProbeRetry)
 	cfg.MaxConsumers = open
 	_, err = js.UpdateStream(ctx, cfg)
@@ -313,7 +312,7 @@ func TestStreamReplacesAStalledReader(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Empty(t, r.errors, "no error frame")
 	require.Equal(t, w.seqs[1:], r.ids, "every event after Last-Event-ID exactly once, in order")
-	require.Less(t, took, 5*time.Second, "the stalled reader was replaced, not waited for")
+	require.Less(t, took, 5*time.Second, "the lost reader was replaced promptly")
 }
 
 // A stream whose event log stays unreachable past the failover budget ends

@@ -153,16 +153,17 @@ func lastEventID(r *http.Request) (uint64, bool) {
 }
 
 // Streams through a failover. A stream reads the task's log with a bus
-// EventReader. When the reader cannot be opened or fails (no leader for the
-// events stream, a consumer lost with its node), the stream opens a new
-// one after the last event it read: no gap, no duplicate, whichever edge
-// the client is on. A reader can also stall without failing (nats.go
-// recreating its consumer with growing backoff); a stream quiet for
+// EventFollower, which ends at the first sign of trouble (a lost
+// heartbeat, a consumer lost with its node, a delivery gap) instead of
+// retrying on its own. When it cannot be opened or ends, the stream opens
+// a new one after the last event it read: no gap, no duplicate, whichever
+// edge the client is on. As a safety net, a stream quiet for
 // streamProbeAfter asks the log's leader for its last event, and opens a
-// new reader when the log has events the reader has not delivered by the
-// next ask. JetStream that has not answered for bus.FailoverBudget ends
-// the stream with -32000 (bus.ErrUnavailable): the client resumes with
-// Last-Event-ID. Only an event the edge cannot decode is -32603.
+// new follower when the log has events the follower has not delivered by
+// the next ask. A JetStream that has not answered for the failover budget
+// (bus.FailoverBudget, 15s) ends the stream with -32000
+// (bus.ErrUnavailable): the client resumes with Last-Event-ID. Only an
+// event the edge cannot decode is -32603.
 const (
 	// streamProbeAfter is how long a stream may receive nothing before it
 	// asks the log whether it is behind; while it is behind or JetStream
@@ -186,9 +187,7 @@ func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, 
 	sw.start()
 	p := &streamPump{e: e, c: c, sw: sw, taskID: taskID, lastRead: after}
 	p.run(ctx)
-	// A reader of a log that does not answer may wait for nats.go's own
-	// retries before it closes: the response ends without waiting.
-	p.closeReader(!p.outage.IsZero() || p.behind > 0)
+	p.closeReader()
 }
 
 type streamPump struct {
@@ -196,7 +195,7 @@ type streamPump struct {
 	c        *call
 	sw       *sseWriter
 	taskID   string
-	r        *bus.EventReader
+	r        *bus.EventFollower
 	lastRead uint64 // the last event read from the log (sent or skipped)
 	// outage is when the bus stopped answering this stream (zero: it
 	// answers); lastErr is what it said last.
@@ -281,7 +280,7 @@ func (p *streamPump) open(ctx context.Context) bool {
 		return false
 	}
 	p.opens++
-	r, err := p.e.bus.ReadEvents(ctx, p.taskID, p.lastRead)
+	r, err := p.e.bus.FollowEvents(ctx, p.taskID, p.lastRead)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.unavailable(err, "stream: cannot open the event log; retrying")
@@ -299,7 +298,7 @@ func (p *streamPump) open(ctx context.Context) bool {
 // the stream goes on.
 func (p *streamPump) readerEnded(ctx context.Context) bool {
 	err := p.r.Err()
-	p.closeReader(false)
+	p.closeReader()
 	if ctx.Err() != nil {
 		return false
 	}
@@ -348,10 +347,9 @@ func (p *streamPump) probe(ctx context.Context, now time.Time) bool {
 		p.behind = 0 // quiet, not stalled
 	case p.behind > 0 && p.lastRead < p.behind:
 		// Events the log had at the last ask are still not here: the
-		// reader is stuck. Its Close may wait for nats.go's own retries,
-		// so it is left to finish on its own.
+		// follower is stuck.
 		p.c.log.Warn("stream: event reader stalled; reading the log again", "last_read", p.lastRead, "log_last", last)
-		p.closeReader(true)
+		p.closeReader()
 		p.behind = 0
 	default:
 		p.behind = last
@@ -393,16 +391,10 @@ func (p *streamPump) fail(err error) {
 	_ = p.sw.event(0, p.c.errorResponse(bus.ErrUnavailable))
 }
 
-// closeReader closes the reader; detached, it does not wait for it.
-func (p *streamPump) closeReader(detached bool) {
-	r := p.r
-	p.r = nil
-	if r == nil {
-		return
+// closeReader closes the follower (at once: it waits for nothing).
+func (p *streamPump) closeReader() {
+	if p.r != nil {
+		p.r.Close()
+		p.r = nil
 	}
-	if detached {
-		go r.Close()
-		return
-	}
-	r.Close()
 }
