@@ -603,7 +603,11 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 		e.cfg.Metrics.PushDelivery(metrics.PushRetried)
 		_ = m.NakWithDelay(d)
 	}
-	rec, err := st.store.Get(ctx, job.TaskID, job.ConfigID)
+	var rec *bus.PushRecord
+	err := st.rideOut(ctx, e, m, func() (err error) {
+		rec, err = st.store.Get(ctx, job.TaskID, job.ConfigID)
+		return err
+	})
 	if errors.Is(err, bus.ErrPushConfigNotFound) {
 		e.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Ack() // deleted: no more deliveries
@@ -613,7 +617,11 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 		retry("config unreadable", err)
 		return
 	}
-	ev, err := e.bus.EventAt(ctx, job.TaskID, job.Seq)
+	var ev *a2a.StreamResponse
+	err = st.rideOut(ctx, e, m, func() (err error) {
+		ev, err = e.bus.EventAt(ctx, job.TaskID, job.Seq)
+		return err
+	})
 	if errors.Is(err, bus.ErrTaskNotFound) {
 		log.Warn("push: event no longer in the log; dropped")
 		e.cfg.Metrics.PushDelivery(metrics.PushDropped)
@@ -659,6 +667,28 @@ func (st *pushState) deliver(ctx context.Context, e *Edge, m jetstream.Msg) {
 	default:
 		retry("HTTP status "+http.StatusText(status), nil)
 	}
+}
+
+// rideOut runs read, retrying it while it fails with JetStream briefly
+// unavailable, within the failover budget, and telling JetStream the job
+// is in progress meanwhile: a failover does not use up the job's bounded
+// attempts (each nak is one) on reads that would have worked a moment
+// later. It returns read's last error.
+func (st *pushState) rideOut(ctx context.Context, e *Edge, m jetstream.Msg, read func() error) error {
+	start := time.Now()
+	wait := 250 * time.Millisecond
+	var err error
+	for i := 0; i < 100; i++ {
+		if err = read(); err == nil || !bus.IsTransient(err) || ctx.Err() != nil || time.Since(start)+wait >= e.failoverBudget() {
+			return err
+		}
+		if !bus.Sleep(ctx, bus.Jitter(wait)) {
+			return err
+		}
+		_ = m.InProgress()
+		wait = min(2*wait, 2*time.Second)
+	}
+	return err
 }
 
 // post sends one notification and returns the receiver's HTTP status.
