@@ -126,6 +126,7 @@ func (e *Edge) routes() {
 	e.mux.HandleFunc("POST /{$}", e.serveRPC)
 	e.mux.HandleFunc("GET /.well-known/jwks.json", e.serveJWKS) // push signatures (push.go)
 	e.mux.HandleFunc("GET /healthz", e.serveHealth)
+	e.mux.HandleFunc("GET /livez", serveLive)
 	if e.cfg.Metrics != nil {
 		e.mux.Handle("GET /metrics", e.cfg.Metrics.Handler())
 	}
@@ -162,6 +163,14 @@ func (e *Edge) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// serveLive answers /livez: 200 whenever the process serves HTTP, ready or
+// not (a liveness probe must not restart an edge that waits for NATS).
+func serveLive(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(`{"status":"live"}` + "\n"))
 }
 
 // writeStarting answers 503 saying what the edge waits for.

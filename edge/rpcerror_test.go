@@ -56,6 +56,11 @@ func TestGateBeforeTheBusOpens(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"NATS"`) {
 		t.Fatalf("healthz: %d %s", resp.StatusCode, body)
 	}
+	if resp, err := http.Get(srv.URL + "/livez"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("livez: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	post := func(method string) (*http.Response, string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/a2a",

@@ -26,8 +26,8 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 // Gate is the handler an edge process serves from the moment it listens,
 // before it can build its Edge (which needs the bus open, so NATS
 // reachable): until Open, /healthz answers 503 saying it waits for NATS,
-// JSON-RPC calls get -32000 (retry), everything else 503. After Open it is
-// the edge.
+// JSON-RPC calls get -32000 (retry), /livez 200, everything else 503.
+// After Open it is the edge.
 type Gate struct {
 	e atomic.Pointer[Edge]
 }
@@ -44,6 +44,10 @@ var errEdgeStarting = a2a.ErrServerBusy.With("this edge is starting: waiting for
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e := g.e.Load(); e != nil {
 		e.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/livez" {
+		serveLive(w, r)
 		return
 	}
 	if r.Method != http.MethodPost {
