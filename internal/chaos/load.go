@@ -231,7 +231,8 @@ func (l *load) budgetLeft(s *sendRec) bool {
 
 func (l *load) edgeURL(i int) string { return l.f.edges[i].baseURL }
 
-func (l *load) firstEdge(s *sendRec) int { return s.Client % len(l.f.edges) }
+// firstEdge spreads first attempts over the edges, per send.
+func (l *load) firstEdge(s *sendRec) int { return (s.Client/2 + s.Seq) % len(l.f.edges) }
 
 // giveUp sets the outcome of a send whose budget ran out unacknowledged.
 func (l *load) giveUp(s *sendRec, sawBusy, sawOther bool) {
