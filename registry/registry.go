@@ -64,7 +64,8 @@ const (
 // up to 1s), not a whole interval later; the first registration is
 // retried the same way until it succeeds or ctx ends. Publish returns an
 // error only for an entry that can never be registered (an agent or
-// instance name that is not a subject token).
+// instance name that is not a subject token). Its log lines do not repeat
+// the agent and instance: log is expected to carry them (a worker's does).
 func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard, log *slog.Logger) error {
 	if !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
 		return errors.New("registry: agent and instance names must be 1-128 of A-Z a-z 0-9 _ -")
@@ -73,9 +74,8 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 		e.TTL = b.Config().RegistryTTL
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.Default().With("agent", e.Agent, "instance", e.Instance)
 	}
-	log = log.With("agent", e.Agent, "instance", e.Instance)
 	kv := b.Registry()
 	put := func() error {
 		if card != nil {
