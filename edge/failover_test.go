@@ -315,6 +315,28 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	require.Less(t, took, 5*time.Second, "the lost reader was replaced promptly")
 }
 
+// A task read that meets JetStream not answering (here: the task bucket's
+// stream is gone for a moment) is retried within the failover budget, so
+// the client gets its task rather than an error.
+func TestTaskReadRidesOutFailover(t *testing.T) {
+	f := startSingleEdge(t, Config{})
+	f.e.budget = 20 * time.Second
+	ctx := f.ctx
+	id := uuid.NewString()
+	w := newTestWriter(t, f.worker, id)
+	w.append(ctx, 1)
+
+	js := f.worker.JetStream()
+	require.NoError(t, js.DeleteStream(ctx, "KV_"+bus.BucketTasks))
+	got := make(chan *a2a.Response, 1)
+	go func() { got <- rpcCall(t, f.srv.URL+"/a2a", "GetTask", map[string]any{"id": id}) }()
+	time.Sleep(1500 * time.Millisecond)
+	clusterBus(t, f.c.Nodes[0].URL(), "admin", 1) // the bucket again (empty: the task is read from its log)
+	r := <-got
+	require.Nil(t, r.Error, "GetTask answered %+v", r.Error)
+	require.Contains(t, fmt.Sprint(r.Result), id)
+}
+
 // A stream whose event log stays unreachable past the failover budget ends
 // with -32000 (retry), never -32603.
 func TestStreamEndsBusyPastBudget(t *testing.T) {

@@ -307,7 +307,8 @@ func (e *Edge) readTask(ctx context.Context, id string) (*bus.TaskRecord, error)
 	)
 	for attempt := 0; attempt < 100; attempt++ {
 		rec, err = e.bus.LoadTask(ctx, id)
-		if err == nil || !bus.IsTransient(err) || ctx.Err() != nil || time.Since(start)+wait >= e.failoverBudget() {
+		if err == nil || !bus.IsTransient(err) || errors.Is(err, bus.ErrUnavailable) || // the bus rode out its own budget already
+			ctx.Err() != nil || time.Since(start)+wait >= e.failoverBudget() {
 			return rec, err
 		}
 		if attempt == 0 {
