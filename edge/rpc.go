@@ -306,7 +306,12 @@ func (e *Edge) readTask(ctx context.Context, id string) (*bus.TaskRecord, error)
 		err error
 	)
 	for attempt := 0; attempt < 100; attempt++ {
-		rec, err = e.bus.LoadTask(ctx, id)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if attempt > 0 { // a retry ends with the budget (the bus's own reads retry too)
+			actx, cancel = context.WithDeadline(ctx, start.Add(e.failoverBudget()))
+		}
+		rec, err = e.bus.LoadTask(actx, id)
+		cancel()
 		if err == nil || !bus.IsTransient(err) || errors.Is(err, bus.ErrUnavailable) || // the bus rode out its own budget already
 			ctx.Err() != nil || time.Since(start)+wait >= e.failoverBudget() {
 			return rec, err
