@@ -70,8 +70,12 @@ func Permanent(err error) error {
 
 // Retry tuning.
 const (
-	// RetryAttempt bounds one attempt of Retry.
-	RetryAttempt = 5 * time.Second
+	// RetryAttempt bounds one attempt of Retry: the first two get less
+	// (retryAttemptFirst, then 3s), so that one request lost with a dead
+	// server (it is never answered) costs 2s, not 5s, while a slow
+	// JetStream still gets its 5s from the third attempt on.
+	RetryAttempt      = 5 * time.Second
+	retryAttemptFirst = 2 * time.Second
 	// retryFirst and retryMax: the first pause and the longest.
 	retryFirst = 250 * time.Millisecond
 	retryMax   = 5 * time.Second
@@ -82,7 +86,7 @@ const (
 
 // Retry calls fn until it returns nil, an error marked Permanent, or ctx
 // ends (then it returns ctx's error). Each call gets a context bounded by
-// RetryAttempt. Between failures it waits with exponential backoff (250ms
+// 2s, then 3s, then RetryAttempt (5s). Between failures it waits with exponential backoff (250ms
 // doubling to 5s, with jitter) and logs, at warn level, what it waits for
 // (what, e.g. "push config bucket") with the error; once it succeeds after
 // a failure it logs how long it waited. Every error is retried unless
@@ -97,7 +101,7 @@ func Retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 	wait := retryFirst
 	var err error
 	for attempt := 1; attempt <= retryAttempts; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, RetryAttempt)
+		actx, cancel := context.WithTimeout(ctx, min(retryAttemptFirst+time.Duration(attempt-1)*time.Second, RetryAttempt))
 		err = fn(actx)
 		cancel()
 		if err == nil {
