@@ -936,7 +936,7 @@ func (f *k8sFleet) reachesNATS(nats *k8sCmd, host, port string) bool {
 	return ok && port == clientPort
 }
 
-// checkK8sEdge: 2 replicas, probed on /healthz at their listen port, behind
+// checkK8sEdge: 2 replicas, probed on /healthz and /livez at their listen port, behind
 // a Service.
 func checkK8sEdge(t *testing.T, f *k8sFleet) {
 	if len(f.byRole["edge"]) != 1 {
@@ -947,9 +947,14 @@ func checkK8sEdge(t *testing.T, f *k8sFleet) {
 	if edge.w.Spec.Replicas != 2 {
 		t.Errorf("%s: %d replicas, want 2", edge.where, edge.w.Spec.Replicas)
 	}
-	for name, p := range map[string]*k8sProbe{"readinessProbe": edge.c.ReadinessProbe, "livenessProbe": edge.c.LivenessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || edge.c.port(p.HTTPGet.Port) != listen {
-			t.Errorf("%s: %s: httpGet /healthz on the listen port %s", edge.where, name, listen)
+	// Readiness is /healthz (503 while NATS is away); liveness is /livez,
+	// so a NATS failover never gets an edge restarted.
+	for name, probe := range map[string]struct {
+		p    *k8sProbe
+		path string
+	}{"readinessProbe": {edge.c.ReadinessProbe, "/healthz"}, "livenessProbe": {edge.c.LivenessProbe, "/livez"}} {
+		if p := probe.p; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != probe.path || edge.c.port(p.HTTPGet.Port) != listen {
+			t.Errorf("%s: %s: httpGet %s on the listen port %s", edge.where, name, probe.path, listen)
 		}
 	}
 	for _, s := range f.services {
