@@ -34,6 +34,13 @@ type ServerConfig struct {
 	Routes        string
 	// Token, when set, is required from NATS clients.
 	Token string
+	// MaxStore bounds JetStream's file store in bytes (max_file_store).
+	// Zero leaves nats-server's default: 75% of the disk space free when
+	// the server starts. Past it, writes are refused ("insufficient
+	// resources", -32000 at the edge) before the disk itself is full; a
+	// disk that fills anyway (other files) makes nats-server stop
+	// JetStream on this node.
+	MaxStore int64
 }
 
 // Server is an embedded NATS server with JetStream enabled.
@@ -66,6 +73,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.SyncAlways {
 		opts.SyncAlways = true
+	}
+	if cfg.MaxStore > 0 {
+		opts.JetStreamMaxStore = cfg.MaxStore
 	}
 	opts.Authorization = cfg.Token
 	if cfg.ClusterName != "" || cfg.ClusterListen != "" {
