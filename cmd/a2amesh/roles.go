@@ -44,6 +44,7 @@ func runNATS(ctx context.Context, args []string) error {
 	routes := fs.String("routes", envOr("A2AMESH_ROUTES", ""), "routes to the other nodes, nats-route://host:port,... (env A2AMESH_ROUTES)")
 	token := fs.String("token", envOr("A2AMESH_NATS_TOKEN", ""), "require this token from clients (env A2AMESH_NATS_TOKEN)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (env A2AMESH_SYNC_ALWAYS)")
+	maxStore := sizeVar(fs, "max-store", "A2AMESH_MAX_STORE", "JetStream's file store limit, e.g. 8G; writes past it are refused (-32000). Default: 75% of the disk space free at start (env A2AMESH_MAX_STORE)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -53,9 +54,14 @@ func runNATS(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	storeLimit, err := maxStore.Bytes()
+	if err != nil {
+		return err
+	}
 	srv, err := bus.StartServer(bus.ServerConfig{
 		DataDir: *data, Host: host, Port: port, ServerName: *name, SyncAlways: *syncAlways,
 		ClusterName: *cluster, ClusterListen: *clusterListen, Routes: *routes, Token: *token,
+		MaxStore: storeLimit,
 	})
 	if err != nil {
 		return err
