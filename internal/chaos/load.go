@@ -183,7 +183,7 @@ func (l *load) do(parent context.Context, s *sendRec) {
 	}
 }
 
-// classify records a failed attempt and says whether the send may retry.
+// failed records a failed attempt and reports whether it was a -32000.
 // Any code but -32000 is a violation (the client still retries within its
 // budget, to see what becomes of the task).
 func (l *load) failed(s *sendRec, edge int, what string, a answer) (busy bool) {
