@@ -120,7 +120,7 @@ func (a *admin) seesOffline(ctx context.Context, node string) bool {
 			continue
 		}
 		for _, p := range ci.Replicas {
-			if p.Name == node && (p.Offline || !p.Current) {
+			if p.Name == node && (p.Offline || !p.Current || p.Active > 3*time.Second) {
 				return true
 			}
 		}

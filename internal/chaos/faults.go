@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ type Fault struct {
 	// or behind during the cut, IsolatedAfter the cut began.
 	Isolated      bool
 	IsolatedAfter time.Duration
+	Notes         []string
 }
 
 // injector injects faults every KillMin..KillMax until its context ends.
@@ -203,7 +205,13 @@ func (in *injector) inject(ctx context.Context, m *member, kind string) {
 		}
 	case FaultPartition:
 		idx := in.natsIndex(m)
-		m.log.note("route traffic cut by the chaos harness")
+		links := in.f.proxies.links(idx)
+		m.log.note("route traffic cut by the chaos harness (proxied connections to the other nodes: %v)", links)
+		for other, n := range links {
+			if n == 0 {
+				ft.Notes = append(ft.Notes, fmt.Sprintf("no proxied connection between %s and nats-%d at the cut: their route bypasses the proxies", m.Name, other))
+			}
+		}
 		in.f.proxies.cut(idx, true)
 		// The rest of the cluster must notice: a route that bypasses the
 		// proxies (one nats-server made to an address another node
@@ -229,8 +237,8 @@ func (in *injector) inject(ctx context.Context, m *member, kind string) {
 	if ft.Isolated {
 		iso = fmt.Sprintf(", seen cut off by the others after %v", ft.IsolatedAfter.Round(time.Millisecond))
 	}
-	in.cfg.logf("fault %-9s %-15s at +%6.1fs: lasted %v, serving again after %v%s %s", kind, m.Name, ft.At.Seconds(),
-		ft.Lasted.Round(time.Millisecond), ft.Ready.Round(time.Millisecond), iso, ft.ReadyErr)
+	in.cfg.logf("fault %-9s %-15s at +%6.1fs: lasted %v, serving again after %v%s %s %s", kind, m.Name, ft.At.Seconds(),
+		ft.Lasted.Round(time.Millisecond), ft.Ready.Round(time.Millisecond), iso, ft.ReadyErr, strings.Join(ft.Notes, "; "))
 	if m.Role == RoleNATS {
 		in.catchups.Add(1)
 		go func() {

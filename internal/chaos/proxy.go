@@ -101,6 +101,29 @@ func (p *routeProxies) pipe(c net.Conn, from, to int, target string) {
 	p.mu.Unlock()
 }
 
+// links counts the open proxied connections between node k and each other
+// node (both directions): 0 for a pair whose route does not go through
+// the proxies (a route made to a gossiped address).
+func (p *routeProxies) links(k int) map[int]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[int]int{}
+	for i := 0; i < p.n; i++ {
+		if i != k {
+			out[i] = 0
+		}
+	}
+	for _, pair := range p.conns {
+		switch k {
+		case pair[0]:
+			out[pair[1]]++
+		case pair[1]:
+			out[pair[0]]++
+		}
+	}
+	return out
+}
+
 // cut cuts (on) or restores node k's route traffic.
 func (p *routeProxies) cut(k int, on bool) {
 	if k < 0 || k >= p.n {

@@ -189,8 +189,8 @@ func (r *Report) Print(w io.Writer) {
 		tw.Flush()
 	}
 	for _, f := range r.FaultLog {
-		if f.ReadyErr != "" || f.CaughtUpErr != "" {
-			fmt.Fprintf(w, "  %s of %s at +%.1fs: %s %s\n", f.Kind, f.Member, f.At.Seconds(), f.ReadyErr, f.CaughtUpErr)
+		if f.ReadyErr != "" || f.CaughtUpErr != "" || len(f.Notes) > 0 {
+			fmt.Fprintf(w, "  %s of %s at +%.1fs: %s %s %s\n", f.Kind, f.Member, f.At.Seconds(), f.ReadyErr, f.CaughtUpErr, strings.Join(f.Notes, "; "))
 		}
 	}
 	for _, e := range r.RoleExits {
