@@ -26,7 +26,6 @@ type checker struct {
 
 // handover is a task's turn passing from one run to the next.
 type handover struct {
-	task        string
 	lastOfPrev  time.Time
 	firstOfNext time.Time
 }
@@ -74,12 +73,6 @@ func workerHandovers(faults []Fault, hs []handover) []time.Duration {
 	return per
 }
 
-// serverTask is what the server says of a task.
-type serverTask struct {
-	task a2a.Task
-	how  string // "ListTasks" or "GetTask"
-}
-
 // run checks every send against what the clients saw and what the
 // server holds.
 func (c *checker) run(ctx context.Context, sends []*sendRec) {
@@ -99,7 +92,6 @@ func (c *checker) run(ctx context.Context, sends []*sendRec) {
 	}
 	c.rep.PendingAtSettle = len(pending)
 	settleStart := time.Now()
-	final := map[string]*a2a.Task{}
 	deadline := time.Now().Add(c.cfg.SettleBudget)
 	for round := 0; len(pending) > 0 && round < 10_000 && time.Now().Before(deadline) && ctx.Err() == nil; round++ {
 		for id, s := range pending {
@@ -108,7 +100,6 @@ func (c *checker) run(ctx context.Context, sends []*sendRec) {
 				continue
 			}
 			if t.Status.State.Terminal() {
-				final[id] = t
 				delete(pending, id)
 			}
 		}
