@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -41,6 +42,10 @@ type ServerConfig struct {
 	// disk that fills anyway (other files) makes nats-server stop
 	// JetStream on this node.
 	MaxStore int64
+	// Logger, when set, receives nats-server's warnings and errors (a
+	// write error, JetStream disabled for lack of space, a route lost);
+	// its notices go at debug level. Nil keeps the server silent.
+	Logger *slog.Logger
 }
 
 // Server is an embedded NATS server with JetStream enabled.
@@ -97,6 +102,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: new server: %w", err)
 	}
+	if cfg.Logger != nil {
+		ns.SetLogger(serverLog{cfg.Logger.With("component", "nats-server")}, false, false)
+	}
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
 		ns.Shutdown()
@@ -119,3 +127,15 @@ func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 }
+
+// serverLog passes nats-server's log lines to slog: notices at debug
+// level (start-up banners, routine cluster news), warnings and errors as
+// such.
+type serverLog struct{ l *slog.Logger }
+
+func (s serverLog) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLog) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s serverLog) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLog) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLog) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLog) Tracef(format string, v ...any)  {}

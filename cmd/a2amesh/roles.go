@@ -61,7 +61,7 @@ func runNATS(ctx context.Context, args []string) error {
 	srv, err := bus.StartServer(bus.ServerConfig{
 		DataDir: *data, Host: host, Port: port, ServerName: *name, SyncAlways: *syncAlways,
 		ClusterName: *cluster, ClusterListen: *clusterListen, Routes: *routes, Token: *token,
-		MaxStore: storeLimit,
+		MaxStore: storeLimit, Logger: log,
 	})
 	if err != nil {
 		return err
