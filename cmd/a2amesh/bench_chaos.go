@@ -30,6 +30,9 @@ func runBenchChaos(ctx context.Context, args []string) error {
 	scan := fs.String("server-scan", chaos.ScanAuto, "how the final check reads every task: list (ListTasks per agent), bucket (one pass over the task bucket), auto (ListTasks up to 20000 acknowledged tasks)")
 	logDir := fs.String("log-dir", "", "write each role's output tail here after the run (default: only on violations, to a new temporary directory)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
