@@ -114,7 +114,7 @@ func requireDeadLettered(t *testing.T, b *bus.Bus, agent, id string, rec *bus.Ta
 			mine = append(mine, m)
 		}
 	}
-	if assert.Lenf(t, mine, 1, "work items of task %s in %s (of %d on %s)", id, bus.StreamDead, len(dead), bus.DeadSubject(agent)) {
+	if assert.Equalf(t, 1, len(mine), "work items of task %s in %s (of %d on %s)", id, bus.StreamDead, len(dead), bus.DeadSubject(agent)) {
 		assert.Equal(t, "max deliveries", mine[0].Header.Get("A2a-Reason"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -239,7 +239,7 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 		// Longer than a redelivery would take.
 		time.Sleep(deadConfig.AckWait + time.Second)
 		dead = deadLetters(t, m.Bus(), name)
-		require.Len(t, dead, 1, "dead letters of the undecodable item")
+		require.Equal(t, 1, len(dead), "dead letters of the undecodable item")
 		assert.Equal(t, garbage, dead[0].Data)
 		assert.Equal(t, "undecodable", dead[0].Header.Get("A2a-Reason"))
 		queued, err := m.Bus().Queued(ctx, name, "garbage")
