@@ -11,6 +11,7 @@ import (
 type fakeEntry struct {
 	key string
 	e   Entry
+	op  jetstream.KeyValueOp // zero: a put
 }
 
 func (f fakeEntry) Bucket() string { return "test" }
@@ -22,4 +23,4 @@ func (f fakeEntry) Value() []byte {
 func (f fakeEntry) Revision() uint64                { return 1 }
 func (f fakeEntry) Created() time.Time              { return f.e.Beat }
 func (f fakeEntry) Delta() uint64                   { return 0 }
-func (f fakeEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
+func (f fakeEntry) Operation() jetstream.KeyValueOp { return f.op }

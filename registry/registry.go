@@ -179,11 +179,71 @@ type Table struct {
 	// Logger, when set before Run, gets the table's waits and drops.
 	Logger *slog.Logger
 
+	// LostGrace is how long an agent stays routable after its last
+	// instance was dropped for a late heartbeat and unanswered pings (not
+	// by a clean stop): default DefaultLostGrace, negative for none. Set
+	// it before Run.
+	LostGrace time.Duration
+
 	mu      sync.RWMutex
 	entries map[string]*slot // key -> entry
+	lost    map[string]lostAgent
 	gen     uint64
 	ready   chan struct{}
 	loaded  bool
+}
+
+// DefaultLostGrace keeps an agent whose instances all stopped answering
+// routable for a while: sends are queued (JetStream keeps them) instead of
+// refused with "unknown agent". What looks like a crash from an edge may
+// be a worker cut off with a NATS node (a partition: its heartbeats and
+// pings cannot cross), or a worker being restarted by its supervisor;
+// either way a worker takes the queued task within seconds. An agent
+// whose last worker stopped cleanly goes at once.
+const DefaultLostGrace = 30 * time.Second
+
+// lostAgent is an agent whose last instance was dropped without a clean
+// stop, with the card it last had.
+type lostAgent struct {
+	card a2a.AgentCard
+	at   time.Time
+}
+
+// dropLocked removes entry key, noting its agent as lost when it was the
+// agent's last instance. t.mu is held.
+func (t *Table) dropLocked(key string, now time.Time) {
+	s := t.entries[key]
+	delete(t.entries, key)
+	if s == nil || t.lostGrace() < 0 {
+		return
+	}
+	prefix := s.e.Agent + "."
+	for k := range t.entries {
+		if strings.HasPrefix(k, prefix) {
+			return
+		}
+	}
+	if t.lost == nil {
+		t.lost = map[string]lostAgent{}
+	}
+	t.lost[s.e.Agent] = lostAgent{card: s.e.Card, at: now}
+}
+
+func (t *Table) lostGrace() time.Duration {
+	if t.LostGrace == 0 {
+		return DefaultLostGrace
+	}
+	return t.LostGrace
+}
+
+// forgetLost ends the grace of agents lost longer than LostGrace ago.
+// t.mu is held.
+func (t *Table) forgetLost(now time.Time) {
+	for a, l := range t.lost {
+		if now.Sub(l.at) >= t.lostGrace() {
+			delete(t.lost, a)
+		}
+	}
 }
 
 // NewTable returns an empty table; Run fills it.
@@ -340,6 +400,9 @@ func (t *Table) apply(u jetstream.KeyValueEntry) {
 	defer t.mu.Unlock()
 	if u.Operation() != jetstream.KeyValuePut {
 		delete(t.entries, u.Key()) // a clean stop: gone at once
+		if agent, _, ok := strings.Cut(u.Key(), "."); ok {
+			delete(t.lost, agent)
+		}
 		return
 	}
 	var e Entry
@@ -351,6 +414,7 @@ func (t *Table) apply(u jetstream.KeyValueEntry) {
 	}
 	t.gen++
 	t.entries[u.Key()] = &slot{e: e, gen: t.gen}
+	delete(t.lost, e.Agent)
 }
 
 // Loaded reports whether the table holds the bucket's contents: its first
@@ -365,7 +429,8 @@ func (t *Table) Loaded() bool {
 // Run has returned).
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 
-// Lookup returns the card of a live agent.
+// Lookup returns the card of a live agent, or of one lost within
+// LostGrace (its sends wait in its queue for a worker).
 func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -377,6 +442,9 @@ func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 		}
 	}
 	if best == nil {
+		if l, ok := t.lost[agent]; ok && time.Since(l.at) < t.lostGrace() {
+			return l.card, true
+		}
 		return a2a.AgentCard{}, false
 	}
 	return best.e.Card, true
@@ -459,13 +527,14 @@ func (p *prober) probeDue(ctx context.Context, now time.Time) {
 	t := p.t
 	var due []probe
 	t.mu.Lock()
+	t.forgetLost(now)
 	for k, s := range t.entries {
 		if s.probing || now.Before(s.due()) {
 			continue
 		}
 		if p.nc == nil { // nothing to ask: expire as heartbeats say
 			if !now.Before(s.e.Beat.Add(s.e.TTL)) {
-				delete(t.entries, k)
+				t.dropLocked(k, now)
 			}
 			continue
 		}
@@ -531,7 +600,7 @@ func (p *prober) settle(pr probe, err error, now time.Time) {
 	if drop {
 		p.log.Info("registry: instance gone (heartbeat late, no answer to pings)", "agent", pr.agent, "instance", pr.instance,
 			"err", err, "late_ms", now.Sub(s.e.Beat).Milliseconds())
-		delete(t.entries, pr.key)
+		t.dropLocked(pr.key, now)
 		return
 	}
 	s.until = now.Add(min(missRetry, probeEvery(s.e.TTL)))

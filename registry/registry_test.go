@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,7 +45,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // watchTable runs a table on b until stop is called (or the test ends)
 // and returns it once it has caught up; ctx ends with stop.
 func watchTable(t *testing.T, b *bus.Bus) (table *Table, ctx context.Context, stop func()) {
-	table = NewTable()
+	return watchTableWith(t, b, NewTable())
+}
+
+// watchTableWith is watchTable with a table set up by the caller.
+func watchTableWith(t *testing.T, b *bus.Bus, table *Table) (_ *Table, ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = table.Run(ctx, b) }()
@@ -92,7 +97,9 @@ func TestAgentAppearsAndLeaves(t *testing.T) {
 
 func TestCrashedWorkerExpires(t *testing.T) {
 	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
-	table, _, stop := watchTable(t, b)
+	table := NewTable()
+	table.LostGrace = -1
+	table, _, stop := watchTableWith(t, b, table)
 
 	// A worker that registered once and died without deleting its entry.
 	e := Entry{Agent: "ghost", Instance: "x", Card: a2a.AgentCard{Name: "ghost"}, TTL: 300 * time.Millisecond, Beat: time.Now()}
@@ -119,4 +126,39 @@ func TestChangedCardIsRepublished(t *testing.T) {
 	waitFor(t, "the changed card", func() bool { c, ok := table.Lookup("shifty"); return ok && c.Description == "second" })
 	stop()
 	<-pub
+}
+
+// An agent whose last instance stops answering (crashed, or cut off with
+// a NATS node) stays routable for LostGrace, so sends queue for it instead
+// of being refused; then it goes. A new instance ends the grace.
+func TestLostAgentStaysRoutableForItsGrace(t *testing.T) {
+	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
+	table := NewTable()
+	const grace = 1500 * time.Millisecond
+	table.LostGrace = grace
+	table, _, stop := watchTableWith(t, b, table)
+	defer stop()
+
+	ghost := func(instance string) fakeEntry {
+		return fakeEntry{key: "ghost." + instance, e: Entry{Agent: "ghost", Instance: instance, Card: a2a.AgentCard{Name: "ghost"},
+			TTL: 300 * time.Millisecond, Beat: time.Now()}}
+	}
+	table.apply(ghost("x"))
+	waitFor(t, "the instance to be dropped", func() bool { return len(table.Agents()) == 0 })
+	dropped := time.Now()
+	card, ok := table.Lookup("ghost")
+	require.True(t, ok, "a lost agent stays routable during its grace")
+	assert.Equal(t, "ghost", card.Name)
+	waitFor(t, "the grace to end", func() bool { _, ok := table.Lookup("ghost"); return !ok })
+	assert.GreaterOrEqual(t, time.Since(dropped), grace/2, "routable for about its grace")
+
+	// A new instance during the grace ends it; its clean stop is final.
+	table.apply(ghost("y"))
+	waitFor(t, "the second instance to be dropped", func() bool { return len(table.Agents()) == 0 })
+	table.apply(ghost("z"))
+	_, ok = table.Lookup("ghost")
+	require.True(t, ok)
+	table.apply(fakeEntry{key: "ghost.z", op: jetstream.KeyValueDelete})
+	_, ok = table.Lookup("ghost")
+	assert.False(t, ok, "a clean stop of the last instance ends the agent at once")
 }

@@ -50,7 +50,7 @@ func runDev(ctx context.Context, args []string) error {
 	defer stopTracing()
 	cfg := devmesh.Config{
 		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
-		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log,
+		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, MaxTasks: *maxTasks},
 	}
 	m, err := devmesh.Start(ctx, cfg)

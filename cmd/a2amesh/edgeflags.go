@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/a2amesh/a2amesh/registry"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ type edgeFlags struct {
 	rateBurst                             *int
 	push                                  *pushFlags
 	metrics                               *bool
+	lostGrace                             *time.Duration
 }
 
 // pushFlags configure push-notification delivery.
@@ -74,6 +76,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		rateLimit: fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
 		rateBurst: fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
 		push:      addPushFlags(fs),
+		lostGrace: fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop (crashed, or cut off with a NATS node): sends wait in its queue instead of failing with unknown agent; 0 turns it off (env A2AMESH_LOST_GRACE)"),
 		metrics:   fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
 }
@@ -145,4 +148,12 @@ func loadAuth(file, list string) (*edge.Auth, error) {
 		return nil, nil
 	}
 	return edge.NewAuth(creds)
+}
+
+// grace is the registry table's LostGrace the flags ask for.
+func (f *edgeFlags) grace() time.Duration {
+	if *f.lostGrace <= 0 {
+		return -1 // off
+	}
+	return *f.lostGrace
 }

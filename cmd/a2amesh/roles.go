@@ -218,6 +218,7 @@ func runEdge(ctx context.Context, args []string) error {
 	defer closeBus()
 	table := registry.NewTable()
 	table.Logger = log
+	table.LostGrace = ef.grace()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	rctx, stopBackground := context.WithCancel(ctx)

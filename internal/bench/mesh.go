@@ -87,6 +87,7 @@ func startEdge(ctx context.Context, natsURL string, cfg bus.Config, log *slog.Lo
 		return nil, err
 	}
 	n := &edgeNode{Bus: b, nc: nc, Table: registry.NewTable()}
+	n.Table.LostGrace = -1 // the registry bench times the drop of a crashed worker
 	defer func() {
 		if err != nil {
 			n.Close()

@@ -234,6 +234,7 @@ func RunRegistry(ctx context.Context, o RegistryOptions) (RegistryResult, error)
 	}
 	defer nc.Close()
 	table := registry.NewTable()
+	table.LostGrace = -1 // time the drop of a crashed worker, not the grace after it
 	tctx, stopTable := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

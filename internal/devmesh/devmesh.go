@@ -24,6 +24,9 @@ import (
 
 // Config configures a dev mesh.
 type Config struct {
+	// LostGrace is the edge's registry grace for agents whose workers
+	// stopped answering (registry.Table.LostGrace; 0: the default).
+	LostGrace time.Duration
 	// Listen is the edge's HTTP address (default 127.0.0.1:8080; port 0
 	// picks a free one).
 	Listen string
@@ -116,6 +119,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 
 	table := registry.NewTable()
 	table.Logger = cfg.Logger
+	table.LostGrace = cfg.LostGrace
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
