@@ -46,9 +46,42 @@ func scanBucket(ctx context.Context, what string, open func(context.Context) (je
 func scanOnce(ctx context.Context, open func(context.Context) (jetstream.KeyWatcher, error), each func(jetstream.KeyValueEntry)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := open(wctx)
-	if err != nil {
-		return err
+	// Opening the watcher is a request that a node just rejoining may
+	// never answer: bound it like the waits below (the watcher must live
+	// on wctx, which nats.go ties its life to, so the bound is a timer).
+	type opened struct {
+		w   jetstream.KeyWatcher
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		w, err := open(wctx)
+		ch <- opened{w, err}
+	}()
+	var w jetstream.KeyWatcher
+	openStall := time.NewTimer(attemptTimeout)
+	defer openStall.Stop()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			if transient(o.err) && ctx.Err() == nil {
+				return errScanStalled
+			}
+			return o.err
+		}
+		w = o.w
+	case <-openStall.C:
+		cancel()
+		if o := <-ch; o.err == nil {
+			_ = o.w.Stop()
+		}
+		return errScanStalled
+	case <-ctx.Done():
+		cancel()
+		if o := <-ch; o.err == nil {
+			_ = o.w.Stop()
+		}
+		return ctx.Err()
 	}
 	defer func() { _ = w.Stop() }()
 	stall := time.NewTimer(scanStall)
