@@ -121,18 +121,58 @@ func endsTurn(ev *a2a.StreamResponse) bool {
 	return ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
 }
 
-// Errors of an append refused by the retention bounds (see Config).
+// Errors of an append refused by the retention bounds (see Config) or for
+// lack of storage. Each is an *a2a.Error (-32000, with its message) that
+// errors.Is tells apart from the others: a2a.Error's Is compares codes
+// only, so a failover past its budget (ErrUnavailable) or a full store
+// would otherwise match ErrTaskLogFull, and a worker would take a
+// transient refusal for a log that can take no more (and settle the turn
+// for good instead of running it again).
 var (
-	ErrTaskLogFull = a2a.ErrServerBusy.With("the task has reached the mesh's limit of events per task")
-	ErrStoreFull   = a2a.ErrServerBusy.With("the mesh's task store is full; retry later")
+	ErrTaskLogFull error = &limitError{a2a.ErrServerBusy.With("the task has reached the mesh's limit of events per task")}
+	ErrStoreFull   error = &limitError{a2a.ErrServerBusy.With("the mesh's task store is full; retry later")}
 )
 
+// limitError is an *a2a.Error that only errors.Is(err, itself) matches.
+type limitError struct{ e *a2a.Error }
+
+func (l *limitError) Error() string { return l.e.Error() }
+func (l *limitError) Unwrap() error { return l.e }
+
 // isStoreFull reports an append refused because the events stream is at
-// its bound (DiscardNew).
+// its bound (DiscardNew), or because JetStream's storage is full.
 func isStoreFull(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (strings.Contains(apiErr.Description, "maximum messages exceeded") ||
-		strings.Contains(apiErr.Description, "maximum bytes exceeded"))
+		strings.Contains(apiErr.Description, "maximum bytes exceeded")) || IsStorageFull(err)
+}
+
+// IsStorageFull reports a write JetStream refused for lack of storage: the
+// server's file (or memory) store is at its limit (max_file_store, the
+// nats role's --max-store; by default 75% of the disk space free when the
+// server started), or the account's. Such a refusal is JetStream's answer
+// (no timeout) and lasts until space is freed: retention ages tasks out,
+// or an operator raises the limit or frees the disk. It is not a failover:
+// a client is told the store is full (ErrStoreFull, -32000) and to retry
+// later.
+//
+// A disk that fills before that limit (other files on it) is another
+// matter: nats-server stops writing to the streams concerned, or stops
+// JetStream on a clustered node, and their writes go unanswered (a
+// timeout, ErrUnavailable) until space returns (server.go).
+func IsStorageFull(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case 10023, // insufficient resources: on a write, the server's store is at its limit
+		10047, // insufficient storage resources available
+		10028, // insufficient memory resources available
+		10002: // resource limits exceeded for account
+		return true
+	}
+	return false
 }
 
 // IsTaskLogFull reports an append refused because the task's log holds

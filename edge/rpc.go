@@ -207,9 +207,18 @@ var errRegistryLoading = a2a.ErrServerBusy.With("this edge is starting: the agen
 // error of the bus that is JetStream being briefly unavailable (no leader,
 // no answer) is -32000 "retry", never -32603: the client's retry will
 // likely succeed once the failover is over.
+//
+// A write JetStream refused for lack of storage is -32000 too, saying the
+// store is full: retrying at once will not help, later will.
 func rpcError(err error) *a2a.Error {
 	var ae *a2a.Error
-	if !errors.As(err, &ae) && bus.IsTransient(err) {
+	if errors.As(err, &ae) {
+		return a2a.AsError(err)
+	}
+	if bus.IsStorageFull(err) {
+		return a2a.AsError(bus.ErrStoreFull)
+	}
+	if bus.IsTransient(err) {
 		return bus.ErrUnavailable
 	}
 	return a2a.AsError(err)
