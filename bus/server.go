@@ -40,7 +40,7 @@ type ServerConfig struct {
 	// the server starts. Past it, writes are refused ("insufficient
 	// resources", -32000 at the edge) before the disk itself is full; a
 	// disk that fills anyway (other files) makes nats-server stop
-	// JetStream on this node.
+	// JetStream on this node until space returns (storewatch.go).
 	MaxStore int64
 	// Logger, when set, receives nats-server's warnings and errors (a
 	// write error, JetStream disabled for lack of space, a route lost);
@@ -51,6 +51,13 @@ type ServerConfig struct {
 // Server is an embedded NATS server with JetStream enabled.
 type Server struct {
 	ns *server.Server
+	// JetStream's settings, to restart it after a write fault
+	// (storewatch.go).
+	dataDir    string
+	maxStore   int64
+	maxMemory  int64
+	syncAlways bool
+	watch      storeWatch
 }
 
 // StartServer starts an embedded NATS server and waits until it is ready.
@@ -110,7 +117,14 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ns.Shutdown()
 		return nil, errors.New("bus: embedded NATS server not ready after 15s")
 	}
-	return &Server{ns: ns}, nil
+	s := &Server{ns: ns, dataDir: cfg.DataDir, maxStore: cfg.MaxStore, maxMemory: opts.JetStreamMaxMemory,
+		syncAlways: cfg.SyncAlways, watch: storeWatch{stop: make(chan struct{}), done: make(chan struct{})}}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	go s.watchStore(log.With("component", "a2amesh-nats", "server", ns.Name()))
+	return s, nil
 }
 
 // ClientURL is the URL clients connect to (empty with DontListen).
@@ -124,6 +138,8 @@ func (s *Server) Connect(name string) (*nats.Conn, error) {
 
 // Shutdown stops the server and waits for it to finish.
 func (s *Server) Shutdown() {
+	s.watch.once.Do(func() { close(s.watch.stop) })
+	<-s.watch.done
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 }
