@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
 )
 
 // Every -32000 of the bus is an *a2a.Error, and a2a.Error's Is compares
@@ -66,4 +70,76 @@ func TestIsStorageFull(t *testing.T) {
 			t.Errorf("IsStorageFull(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
+}
+
+// withStoreWatch makes the store watch quick for a test.
+func withStoreWatch(t *testing.T, every, gap time.Duration, free int64) {
+	t.Helper()
+	e, g, f := storeCheckEvery, restartGapMin, storeRecoverFree.Load()
+	storeCheckEvery, restartGapMin = every, gap
+	storeRecoverFree.Store(free)
+	t.Cleanup(func() { storeCheckEvery, restartGapMin = e, g; storeRecoverFree.Store(f) })
+}
+
+// A JetStream that nats-server stopped for lack of space (what it does on
+// a clustered node whose disk fills) is started again by the embedded
+// server once its disk has the space it needs, not before; the bus's
+// clients write again without reconnecting, and what was written before
+// is still there. (A single node's "critical write error" on a stream,
+// the other fault, needs a real full disk: integration's tmpfs tests.)
+func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
+	withStoreWatch(t, 50*time.Millisecond, 100*time.Millisecond, 1<<62) // no disk has that much free
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true, Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("diskfull-test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := Open(ctx, nc, Config{})
+	require.NoError(t, err)
+	_, err = b.CreateTask(ctx, newRecord("before"))
+	require.NoError(t, err)
+
+	// What nats-server does when a write finds no space on a clustered
+	// node (handleOutOfSpace): JetStream off, state kept on disk.
+	require.NoError(t, srv.ns.ShutdownJetStream())
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = b.CreateTask(wctx, newRecord("during"))
+	wcancel()
+	require.Error(t, err, "a write while JetStream is off")
+
+	// Not enough space: JetStream stays off.
+	time.Sleep(500 * time.Millisecond)
+	require.False(t, srv.ns.JetStreamEnabled(), "restarted without the space it needs")
+	require.Zero(t, srv.JetStreamRestarts())
+
+	// Space returns: JetStream is back by itself, and writes work again.
+	storeRecoverFree.Store(1)
+	deadline := time.Now().Add(10 * time.Second)
+	for !srv.ns.JetStreamEnabled() {
+		require.True(t, time.Now().Before(deadline), "JetStream not restarted once space returned")
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.EqualValues(t, 1, srv.JetStreamRestarts())
+	for {
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		_, err = b.CreateTask(wctx, newRecord("after"))
+		wcancel()
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no write after the restart: %v", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range []string{"before", "after"} {
+		rec, err := b.LoadTask(ctx, id)
+		require.NoError(t, err, id)
+		require.Equal(t, a2a.StateSubmitted, rec.Task.Status.State, id)
+	}
+	// Healthy again: no further restart.
+	time.Sleep(300 * time.Millisecond)
+	require.EqualValues(t, 1, srv.JetStreamRestarts())
 }

@@ -36,12 +36,14 @@ var (
 	// storeCheckEvery spaces the checks.
 	storeCheckEvery = 2 * time.Second
 	// storeRecoverFree is the free space JetStream's data directory needs
-	// before JetStream is restarted.
-	storeRecoverFree int64 = 32 << 20
+	// before JetStream is restarted (32 MiB; atomic: tests change it).
+	storeRecoverFree atomic.Int64
 	// restartGapMin and restartGapMax bound the wait between restarts.
 	restartGapMin = 10 * time.Second
 	restartGapMax = 5 * time.Minute
 )
+
+func init() { storeRecoverFree.Store(32 << 20) }
 
 // storeWatch is the state of one server's watch.
 type storeWatch struct {
@@ -79,17 +81,17 @@ func (s *Server) watchStore(log *slog.Logger) {
 			}
 			continue
 		}
-		free := diskFree(s.dataDir)
+		free, need := diskFree(s.dataDir), storeRecoverFree.Load()
 		if !faulty {
 			faulty = true
 			log.Error("JetStream stopped writing on this node; it is restarted once its disk has space",
-				"cause", why, "data", s.dataDir, "free_bytes", free, "needed_bytes", storeRecoverFree)
+				"cause", why, "data", s.dataDir, "free_bytes", free, "needed_bytes", need)
 		}
-		if free >= 0 && free < storeRecoverFree {
+		if free >= 0 && free < need {
 			if time.Since(lastWait) >= time.Minute {
 				lastWait = time.Now()
 				log.Warn("JetStream waits for disk space: free some, or give JetStream a larger disk",
-					"data", s.dataDir, "free_bytes", free, "needed_bytes", storeRecoverFree)
+					"data", s.dataDir, "free_bytes", free, "needed_bytes", need)
 			}
 			continue
 		}
