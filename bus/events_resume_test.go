@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -112,5 +113,53 @@ func TestFollowEvents(t *testing.T) {
 			t.Fatalf("%d consumers left after Close", n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A follower whose very first delivery is lost in transit (taken here by
+// another puller, as a dropped connection would lose it: the consumer acks
+// nothing and counts it delivered) ends with a gap instead of starting at
+// the second event.
+func TestFollowerEndsWhenItsFirstDeliveryIsLost(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id := uuid.NewString()
+	rec, err := b.CreateTask(ctx, newRecord(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if rec, _, err = b.UpdateTask(ctx, id, rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+			return status(id, a2a.StateWorking), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	followCreated = func(consumer string) {
+		// Pull the first message to an inbox nobody reads.
+		req := []byte(`{"batch":1,"expires":1000000000}`)
+		if err := b.nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+StreamEvents+"."+consumer, b.nc.NewRespInbox(), req); err != nil {
+			t.Error(err)
+		}
+		_ = b.nc.Flush()
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Cleanup(func() { followCreated = nil })
+	f, err := b.FollowEvents(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	select {
+	case ev, ok := <-f.C:
+		if ok {
+			t.Fatalf("the follower delivered event %d although the one before it was lost", ev.Seq)
+		}
+		if !errors.Is(f.Err(), errFollowGap) {
+			t.Fatalf("follower ended with %v, want a gap", f.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower neither ended nor delivered")
 	}
 }
