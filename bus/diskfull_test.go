@@ -105,7 +105,7 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 
 	// What nats-server does when a write finds no space on a clustered
 	// node (handleOutOfSpace): JetStream off, state kept on disk.
-	require.NoError(t, srv.ns.ShutdownJetStream())
+	require.NoError(t, srv.current().ShutdownJetStream())
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err = b.CreateTask(wctx, newRecord("during"))
 	wcancel()
@@ -113,13 +113,13 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 
 	// Not enough space: JetStream stays off.
 	time.Sleep(500 * time.Millisecond)
-	require.False(t, srv.ns.JetStreamEnabled(), "restarted without the space it needs")
+	require.False(t, srv.JetStreamEnabled(), "restarted without the space it needs")
 	require.Zero(t, srv.JetStreamRestarts())
 
 	// Space returns: JetStream is back by itself, and writes work again.
 	storeRecoverFree.Store(1)
 	deadline := time.Now().Add(10 * time.Second)
-	for !srv.ns.JetStreamEnabled() {
+	for !srv.JetStreamEnabled() {
 		require.True(t, time.Now().Before(deadline), "JetStream not restarted once space returned")
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -128,7 +128,7 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
 		_, err = b.CreateTask(wctx, newRecord("after"))
 		wcancel()
-		if err == nil {
+		if err == nil || errors.Is(err, ErrTaskExists) { // (an attempt whose answer was lost)
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "no write after the restart: %v", err)

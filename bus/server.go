@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -50,14 +51,15 @@ type ServerConfig struct {
 
 // Server is an embedded NATS server with JetStream enabled.
 type Server struct {
-	ns *server.Server
-	// JetStream's settings, to restart it after a write fault
-	// (storewatch.go).
-	dataDir    string
-	maxStore   int64
-	maxMemory  int64
-	syncAlways bool
-	watch      storeWatch
+	mu sync.Mutex
+	ns *server.Server // the running server; replaced by a restart (storewatch.go)
+	// opts are the server's options as first given (copied for each
+	// start, with the client port the first start picked); log is
+	// nats-server's logger (nil: silent).
+	opts    server.Options
+	log     *slog.Logger
+	dataDir string
+	watch   storeWatch
 }
 
 // StartServer starts an embedded NATS server and waits until it is ready.
@@ -65,7 +67,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("bus: embedded server needs a data dir")
 	}
-	opts := &server.Options{
+	opts := server.Options{
 		ServerName:         cfg.ServerName,
 		Host:               cfg.Host,
 		Port:               cfg.Port,
@@ -105,20 +107,15 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 			return nil, errors.New("bus: a cluster node needs a server name")
 		}
 	}
-	ns, err := server.NewServer(opts)
+	ns, err := startNATS(opts, cfg.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("bus: new server: %w", err)
+		return nil, err
 	}
-	if cfg.Logger != nil {
-		ns.SetLogger(serverLog{cfg.Logger.With("component", "nats-server")}, false, false)
+	if a, ok := ns.Addr().(*net.TCPAddr); ok && !opts.DontListen {
+		opts.Port = a.Port // a restart serves clients where they were
 	}
-	go ns.Start()
-	if !ns.ReadyForConnections(15 * time.Second) {
-		ns.Shutdown()
-		return nil, errors.New("bus: embedded NATS server not ready after 15s")
-	}
-	s := &Server{ns: ns, dataDir: cfg.DataDir, maxStore: cfg.MaxStore, maxMemory: opts.JetStreamMaxMemory,
-		syncAlways: cfg.SyncAlways, watch: storeWatch{stop: make(chan struct{}), done: make(chan struct{})}}
+	s := &Server{ns: ns, opts: opts, log: cfg.Logger, dataDir: cfg.DataDir,
+		watch: storeWatch{stop: make(chan struct{}), done: make(chan struct{})}}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -127,21 +124,53 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
+// startNATS starts a server with a copy of opts and waits until it is
+// ready.
+func startNATS(opts server.Options, log *slog.Logger) (*server.Server, error) {
+	ns, err := server.NewServer(&opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: new server: %w", err)
+	}
+	if log != nil {
+		ns.SetLogger(serverLog{log.With("component", "nats-server")}, false, false)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("bus: embedded NATS server not ready after 15s")
+	}
+	return ns, nil
+}
+
+// current is the running server.
+func (s *Server) current() *server.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ns
+}
+
 // ClientURL is the URL clients connect to (empty with DontListen).
-func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+func (s *Server) ClientURL() string { return s.current().ClientURL() }
 
 // Connect opens a client connection to the embedded server (in-process,
-// no sockets), with the mesh's usual reconnect settings.
+// no sockets), with the mesh's usual reconnect settings. It reconnects to
+// the server as restarted (storewatch.go).
 func (s *Server) Connect(name string) (*nats.Conn, error) {
-	return nats.Connect("", nats.InProcessServer(s.ns), nats.Name(name), nats.MaxReconnects(-1))
+	return nats.Connect("", nats.InProcessServer(inProcess{s}), nats.Name(name), nats.MaxReconnects(-1))
 }
+
+// inProcess dials whichever server is running.
+type inProcess struct{ s *Server }
+
+func (p inProcess) InProcessConn() (net.Conn, error) { return p.s.current().InProcessConn() }
 
 // Shutdown stops the server and waits for it to finish.
 func (s *Server) Shutdown() {
 	s.watch.once.Do(func() { close(s.watch.stop) })
 	<-s.watch.done
-	s.ns.Shutdown()
-	s.ns.WaitForShutdown()
+	ns := s.current()
+	ns.Shutdown()
+	ns.WaitForShutdown()
 }
 
 // serverLog passes nats-server's log lines to slog: notices at debug

@@ -25,12 +25,14 @@ import (
 //
 // watchStore does that restart in-process: every storeCheckEvery it looks
 // for either state and, once the data directory's file system has
-// storeRecoverFree bytes free again, restarts JetStream (its streams are
-// read back from disk; every write that was acknowledged had reached the
-// files, and the failed one had not been acknowledged). Restarts are
-// spaced out (restartGapMin doubling to restartGapMax) so that a fault
-// that is not space (a file system that refuses writes) does not make it
-// spin.
+// storeRecoverFree bytes free again, restarts the server with the same
+// options (restart). JetStream reads its streams back from disk: every
+// write that was acknowledged had reached the files (a single node writes
+// each message through to its file before acknowledging it; a cluster has
+// it on the other nodes), and the write that failed was not
+// acknowledged. Restarts are spaced out (restartGapMin doubling to
+// restartGapMax) so that a fault that is not space (a file system that
+// refuses writes) does not make it spin.
 
 var (
 	// storeCheckEvery spaces the checks.
@@ -103,24 +105,28 @@ func (s *Server) watchStore(log *slog.Logger) {
 		}
 		lastRestart = time.Now()
 		s.watch.restarts.Add(1)
-		log.Warn("restarting JetStream on this node", "cause", why, "free_bytes", free)
-		if err := s.restartJetStream(); err != nil {
-			log.Error("JetStream restart failed; will try again", "err", err, "retry_in", gap)
+		log.Warn("restarting this NATS server to restart JetStream; its clients reconnect", "cause", why, "free_bytes", free)
+		if err := s.restart(); err != nil {
+			log.Error("NATS server restart failed; will try again", "err", err, "retry_in", gap)
 		}
 	}
 }
 
 // storeFault says why JetStream on this node no longer writes, or "".
 func (s *Server) storeFault() string {
-	if !s.ns.JetStreamEnabled() {
+	ns := s.current()
+	if !ns.Running() {
+		return "the server is down (a restart failed)"
+	}
+	if !ns.JetStreamEnabled() {
 		return "JetStream was disabled (out of space, or a write was refused)"
 	}
-	if s.ns.JetStreamIsClustered() {
+	if ns.JetStreamIsClustered() {
 		// A clustered node that cannot write disables JetStream (above);
 		// its streams' state is the raft groups' business.
 		return ""
 	}
-	h := s.ns.Healthz(&server.HealthzOptions{Details: true})
+	h := ns.Healthz(&server.HealthzOptions{Details: true})
 	for _, e := range h.Errors {
 		if e.Type == server.HealthzErrorStream && strings.Contains(e.Error, "write error") {
 			return e.Error
@@ -129,24 +135,30 @@ func (s *Server) storeFault() string {
 	return ""
 }
 
-// restartJetStream stops JetStream (if still up) and starts it again with
-// the server's settings, reading every stream back from disk.
-func (s *Server) restartJetStream() error {
-	if s.ns.JetStreamEnabled() {
-		if err := s.ns.ShutdownJetStream(); err != nil {
-			return err
-		}
+// restart stops the server and starts it again with the same options:
+// JetStream reads every stream back from disk before the server takes
+// routes and clients again, as at any start. Its clients reconnect (over
+// TCP, or in-process through Connect). Re-enabling JetStream on the
+// running server instead would answer reads "stream not found" while
+// the streams are being recovered, to clients already connected.
+func (s *Server) restart() error {
+	old := s.current()
+	old.Shutdown()
+	old.WaitForShutdown()
+	ns, err := startNATS(s.opts, s.log)
+	if err != nil {
+		return err // the server stays down: the watch tries again
 	}
-	return s.ns.EnableJetStream(&server.JetStreamConfig{
-		StoreDir:   s.dataDir,
-		MaxMemory:  s.maxMemory,
-		MaxStore:   s.maxStore, // 0: 75% of the disk space free now
-		SyncAlways: s.syncAlways,
-		Strict:     true,
-		CompressOK: true,
-	})
+	s.mu.Lock()
+	s.ns = ns
+	s.mu.Unlock()
+	return nil
 }
 
-// JetStreamRestarts is how many times the server restarted JetStream after
-// a write fault (watchStore).
+// JetStreamRestarts is how many times the server was restarted after a
+// JetStream write fault (watchStore).
 func (s *Server) JetStreamRestarts() int64 { return s.watch.restarts.Load() }
+
+// JetStreamEnabled reports whether JetStream runs on this server (nats-server
+// stops it on a clustered node whose disk is full).
+func (s *Server) JetStreamEnabled() bool { return s.current().JetStreamEnabled() }

@@ -34,6 +34,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 )
@@ -48,29 +49,34 @@ func diskLogger() *slog.Logger {
 
 // smallMesh is an edge and an echo worker on one embedded server.
 type smallMesh struct {
-	srv  *bus.Server
 	bus  *bus.Bus
 	url  string // the echo agent's endpoint
 	hc   *http.Client
 	stop func()
 }
 
-// startSmallMesh starts a mesh on srv (which the caller owns) with a work
-// queue small enough for a small store (its MaxBytes is reserved against
-// the server's max store).
-func startSmallMesh(t *testing.T, srv *bus.Server) *smallMesh {
+// startSmallMesh starts a mesh on the server(s) connect reaches (which the
+// caller owns), with streams of replicas and a work queue small enough for
+// a small store (its MaxBytes is reserved against the server's max store).
+func startSmallMesh(t *testing.T, connect func(name string) (*nats.Conn, error), replicas int) *smallMesh {
 	t.Helper()
 	log := diskLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	open := func(name string) *bus.Bus {
-		nc, err := srv.Connect(name)
+		nc, err := connect(name)
 		require.NoError(t, err)
 		t.Cleanup(nc.Close)
-		octx, ocancel := context.WithTimeout(ctx, 15*time.Second)
-		defer ocancel()
-		b, err := bus.Open(octx, nc, bus.Config{MaxQueueBytes: 1 << 20})
-		require.NoError(t, err)
-		return b
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+			b, err := bus.Open(octx, nc, bus.Config{MaxQueueBytes: 1 << 20, Replicas: replicas})
+			ocancel()
+			if err == nil {
+				return b
+			}
+			require.True(t, time.Now().Before(deadline), "bus not open: %v", err)
+			time.Sleep(250 * time.Millisecond)
+		}
 	}
 	eb, wb := open("edge"), open("worker")
 	var wg sync.WaitGroup
@@ -83,7 +89,7 @@ func startSmallMesh(t *testing.T, srv *bus.Server) *smallMesh {
 	go func() { defer wg.Done(); _ = table.Run(ctx, eb) }()
 	e := edge.New(edge.Config{Bus: eb, Registry: table, Logger: log})
 	hs := httptest.NewServer(e)
-	m := &smallMesh{srv: srv, bus: eb, url: hs.URL + "/agents/echo", hc: &http.Client{Timeout: 40 * time.Second}}
+	m := &smallMesh{bus: eb, url: hs.URL + "/agents/echo", hc: &http.Client{Timeout: 40 * time.Second}}
 	m.stop = func() {
 		hs.CloseClientConnections()
 		hs.Close()
@@ -105,11 +111,12 @@ func startSmallMesh(t *testing.T, srv *bus.Server) *smallMesh {
 
 // sendResult is one blocking send's outcome.
 type sendResult struct {
-	taskID, state string
-	code          int
-	message       string
-	took          time.Duration
-	err           error
+	messageID, taskID, state string
+	code                     int
+	message                  string
+	start                    time.Time
+	took                     time.Duration
+	err                      error
 }
 
 // send makes one blocking SendMessage (A2A 1.0) of text with messageID.
@@ -120,7 +127,7 @@ func (m *smallMesh) send(messageID, text string) sendResult {
 	req, _ := http.NewRequest(http.MethodPost, m.url, bytes.NewReader(body))
 	req.Header.Set("A2A-Version", "1.0")
 	resp, err := m.hc.Do(req)
-	r := sendResult{took: time.Since(start)}
+	r := sendResult{messageID: messageID, start: start, took: time.Since(start)}
 	if err != nil {
 		r.err = err
 		return r
@@ -208,7 +215,7 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true, MaxStore: 6 << 20, Logger: diskLogger()})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
-	m := startSmallMesh(t, srv)
+	m := startSmallMesh(t, srv.Connect, 1)
 
 	// Fill: 8 KiB sends (each task keeps about 4x that: the message in
 	// its log and snapshot, the artifact in both) until JetStream
