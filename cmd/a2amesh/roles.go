@@ -44,7 +44,7 @@ func runNATS(ctx context.Context, args []string) error {
 	routes := fs.String("routes", envOr("A2AMESH_ROUTES", ""), "routes to the other nodes, nats-route://host:port,... (env A2AMESH_ROUTES)")
 	token := fs.String("token", envOr("A2AMESH_NATS_TOKEN", ""), "require this token from clients (env A2AMESH_NATS_TOKEN)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (env A2AMESH_SYNC_ALWAYS)")
-	maxStore := sizeVar(fs, "max-store", "A2AMESH_MAX_STORE", "JetStream's file store limit, e.g. 8G; writes past it are refused (-32000). Default: 75% of the disk space free at start (env A2AMESH_MAX_STORE)")
+	maxStore := sizeVar(fs, "max-store", "A2AMESH_MAX_STORE", "JetStream's file store limit, e.g. 8G, below the disk's size; writes past it are refused (-32000). Over 1G: the work queue reserves 1 GiB of it. Default: 75% of the disk space free at start (env A2AMESH_MAX_STORE)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
