@@ -61,41 +61,15 @@ func transient(err error) bool {
 // repeat of an attempt that was stored after all is then acknowledged as a
 // duplicate of it, with its sequence, instead of being stored twice.
 func (b *Bus) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	start := time.Now()
-	var err error
-	for attempt := 0; attempt < 100; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(retryWait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, err
-			case <-t.C:
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		var ack *jetstream.PubAck
-		ack, err = b.js.PublishMsg(actx, msg, opts...)
-		cancel()
-		if err == nil {
-			return ack, nil
-		}
-		if !transient(err) || ctx.Err() != nil || time.Since(start)+retryWait >= failoverBudget {
-			break
-		}
-	}
-	if transient(err) && ctx.Err() == nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return nil, err
+	return read(ctx, func(c context.Context) (*jetstream.PubAck, error) { return b.js.PublishMsg(c, msg, opts...) })
 }
 
-// read runs one read of JetStream (a get through the stream leader),
-// retrying transient failures within the failover budget and ctx, each
-// attempt bounded by attemptTimeout: a request that reached a leader that
-// has just died, or a node that is still joining, is otherwise never
-// answered and would hold its caller until ctx ends. Reads are always safe
-// to repeat.
+// read runs one request to JetStream (a get through the stream leader, or
+// a publish that is safe to repeat), retrying transient failures within
+// the failover budget and ctx, each attempt bounded by attemptTimeout: a
+// request that reached a leader that has just died, or a node that is
+// still joining, is otherwise never answered and would hold its caller
+// until ctx ends. Past the budget it fails with ErrUnavailable.
 func read[T any](ctx context.Context, get func(context.Context) (T, error)) (T, error) {
 	start := time.Now()
 	var (
