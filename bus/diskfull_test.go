@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,22 +90,16 @@ func withStoreWatch(t *testing.T, every, gap time.Duration, free int64) {
 // the other fault, needs a real full disk: integration's tmpfs tests.)
 func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 	withStoreWatch(t, 50*time.Millisecond, 100*time.Millisecond, 1<<62) // no disk has that much free
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true, Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect("diskfull-test")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
+	srv, b := startWatchedServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := Open(ctx, nc, Config{})
-	require.NoError(t, err)
-	_, err = b.CreateTask(ctx, newRecord("before"))
+	_, err := b.CreateTask(ctx, newRecord("before"))
 	require.NoError(t, err)
 
 	// What nats-server does when a write finds no space on a clustered
-	// node (handleOutOfSpace): JetStream off, state kept on disk.
+	// node (handleOutOfSpace): it says so, and stops JetStream keeping its
+	// state on disk.
+	srv.current().Logger().Errorf("JetStream out of %s resources, will be DISABLED", "File")
 	require.NoError(t, srv.current().ShutdownJetStream())
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err = b.CreateTask(wctx, newRecord("during"))
@@ -142,4 +137,57 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 	// Healthy again: no further restart.
 	time.Sleep(300 * time.Millisecond)
 	require.EqualValues(t, 1, srv.JetStreamRestarts())
+}
+
+// startWatchedServer starts a quiet embedded server and opens a bus on it.
+func startWatchedServer(t *testing.T) (*Server, *Bus) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true, Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("diskfull-test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := Open(ctx, nc, Config{})
+	require.NoError(t, err)
+	return srv, b
+}
+
+// JetStream stopped for another reason than space (here: as when the node
+// is removed from its cluster, with room on the disk) is left alone: a
+// restart would not mend it, and would undo what an operator did.
+func TestJetStreamStoppedNotForSpaceIsLeftAlone(t *testing.T) {
+	withStoreWatch(t, 50*time.Millisecond, 100*time.Millisecond, 1) // every disk has room
+	srv, _ := startWatchedServer(t)
+	srv.current().Logger().Errorf("JetStream being DISABLED, our server was removed from the cluster")
+	require.NoError(t, srv.current().ShutdownJetStream())
+	time.Sleep(time.Second)
+	require.Zero(t, srv.JetStreamRestarts())
+	require.False(t, srv.JetStreamEnabled())
+}
+
+// nats-server's words for stopping JetStream for lack of space are
+// noticed, and only those.
+func TestServerLogNotesOutOfSpace(t *testing.T) {
+	for _, c := range []struct {
+		format string
+		args   []any
+		want   bool
+	}{
+		{"JetStream out of %s resources, will be DISABLED", []any{"File"}, true},
+		{"JetStream out of resources, will be DISABLED", nil, true},
+		{"JetStream out of space, will be DISABLED", nil, true},
+		{"JetStream being DISABLED, our server was removed from the cluster", nil, false},
+		{"File system permission denied while writing, disabling JetStream", nil, false},
+		{"JetStream %s resource limits exceeded for server", []any{"file"}, false},
+	} {
+		var flag atomic.Bool
+		serverLog{outOfSpace: &flag}.Errorf(c.format, c.args...)
+		if flag.Load() != c.want {
+			t.Errorf("%q: out of space %v, want %v", c.format, flag.Load(), c.want)
+		}
+	}
 }

@@ -1,12 +1,15 @@
 package bus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -107,15 +110,16 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 			return nil, errors.New("bus: a cluster node needs a server name")
 		}
 	}
-	ns, err := startNATS(opts, cfg.Logger)
+	s := &Server{opts: opts, log: cfg.Logger, dataDir: cfg.DataDir,
+		watch: storeWatch{stop: make(chan struct{}), done: make(chan struct{})}}
+	ns, err := startNATS(opts, cfg.Logger, &s.watch.outOfSpace)
 	if err != nil {
 		return nil, err
 	}
 	if a, ok := ns.Addr().(*net.TCPAddr); ok && !opts.DontListen {
-		opts.Port = a.Port // a restart serves clients where they were
+		s.opts.Port = a.Port // a restart serves clients where they were
 	}
-	s := &Server{ns: ns, opts: opts, log: cfg.Logger, dataDir: cfg.DataDir,
-		watch: storeWatch{stop: make(chan struct{}), done: make(chan struct{})}}
+	s.ns = ns
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -126,14 +130,16 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 
 // startNATS starts a server with a copy of opts and waits until it is
 // ready.
-func startNATS(opts server.Options, log *slog.Logger) (*server.Server, error) {
+func startNATS(opts server.Options, log *slog.Logger, outOfSpace *atomic.Bool) (*server.Server, error) {
 	ns, err := server.NewServer(&opts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: new server: %w", err)
 	}
+	sl := serverLog{outOfSpace: outOfSpace}
 	if log != nil {
-		ns.SetLogger(serverLog{log.With("component", "nats-server")}, false, false)
+		sl.l = log.With("component", "nats-server")
 	}
+	ns.SetLogger(sl, false, false)
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
 		ns.Shutdown()
@@ -173,14 +179,33 @@ func (s *Server) Shutdown() {
 	ns.WaitForShutdown()
 }
 
-// serverLog passes nats-server's log lines to slog: notices at debug
-// level (start-up banners, routine cluster news), warnings and errors as
-// such.
-type serverLog struct{ l *slog.Logger }
+// serverLog passes nats-server's log lines to slog (when l is set):
+// notices at debug level (start-up banners, routine cluster news),
+// warnings and errors as such. It also notes, in outOfSpace, nats-server
+// saying it stops JetStream for lack of space (storewatch.go).
+type serverLog struct {
+	l          *slog.Logger
+	outOfSpace *atomic.Bool
+}
 
-func (s serverLog) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s serverLog) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s serverLog) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLog) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLog) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLog) Noticef(format string, v ...any) { s.log(slog.LevelDebug, format, v) }
+func (s serverLog) Warnf(format string, v ...any)   { s.log(slog.LevelWarn, format, v) }
+func (s serverLog) Fatalf(format string, v ...any)  { s.log(slog.LevelError, format, v) }
+func (s serverLog) Debugf(format string, v ...any)  { s.log(slog.LevelDebug, format, v) }
 func (s serverLog) Tracef(format string, v ...any)  {}
+
+func (s serverLog) Errorf(format string, v ...any) {
+	// "JetStream out of %s resources, will be DISABLED", "JetStream out
+	// of resources, will be DISABLED", "JetStream out of space, will be
+	// DISABLED" (nats-server 2.15's handleOutOfSpace and stream sources).
+	if strings.HasPrefix(format, "JetStream out of") && strings.Contains(format, "will be DISABLED") {
+		s.outOfSpace.Store(true)
+	}
+	s.log(slog.LevelError, format, v)
+}
+
+func (s serverLog) log(level slog.Level, format string, v []any) {
+	if s.l != nil {
+		s.l.Log(context.Background(), level, fmt.Sprintf(format, v...))
+	}
+}

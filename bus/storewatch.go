@@ -30,9 +30,13 @@ import (
 // write that was acknowledged had reached the files (a single node writes
 // each message through to its file before acknowledging it; a cluster has
 // it on the other nodes), and the write that failed was not
-// acknowledged. Restarts are spaced out (restartGapMin doubling to
-// restartGapMax) so that a fault that is not space (a file system that
-// refuses writes) does not make it spin.
+// acknowledged. A fault that is not for lack of space (the node was
+// removed from its cluster, the file system refused a write) is left to
+// the operator: nats-server says when it stops JetStream for lack of
+// space, a stream's write error names it, and otherwise a disk still
+// short of room when the fault is seen counts as such. Restarts are
+// spaced out (restartGapMin doubling to restartGapMax) in case the disk
+// fills again.
 
 var (
 	// storeCheckEvery spaces the checks.
@@ -53,6 +57,9 @@ type storeWatch struct {
 	stop     chan struct{}
 	done     chan struct{}
 	restarts atomic.Int64
+	// outOfSpace is set when nats-server says it stops JetStream for
+	// lack of space (serverLog), cleared once JetStream writes again.
+	outOfSpace atomic.Bool
 }
 
 // watchStore runs until s.watch.stop is closed.
@@ -62,6 +69,7 @@ func (s *Server) watchStore(log *slog.Logger) {
 	defer tick.Stop()
 	var (
 		faulty      bool      // a fault was seen and not yet cleared
+		forSpace    bool      // ... and the disk was full when it was seen
 		lastRestart time.Time // the last restart
 		gap         = restartGapMin
 		lastWait    time.Time // the last "waiting for space" line
@@ -78,6 +86,7 @@ func (s *Server) watchStore(log *slog.Logger) {
 				log.Info("JetStream writes again on this node", "restarts", s.watch.restarts.Load())
 				faulty = false
 			}
+			s.watch.outOfSpace.Store(false)
 			if !lastRestart.IsZero() && time.Since(lastRestart) > restartGapMax {
 				gap = restartGapMin // healthy for long enough: start over
 			}
@@ -85,9 +94,23 @@ func (s *Server) watchStore(log *slog.Logger) {
 		}
 		free, need := diskFree(s.dataDir), storeRecoverFree.Load()
 		if !faulty {
+			// For lack of space: nats-server said so, or the disk is
+			// (still) short of room. Otherwise (the node was removed from
+			// its cluster, the file system refused a write) a restart
+			// would not mend it.
 			faulty = true
-			log.Error("JetStream stopped writing on this node; it is restarted once its disk has space",
-				"cause", why, "data", s.dataDir, "free_bytes", free, "needed_bytes", need)
+			forSpace = s.watch.outOfSpace.Load() || strings.Contains(why, "no space left") ||
+				free < 0 || free < need || why == serverDown
+			if !forSpace {
+				log.Error("JetStream stopped on this node, not for lack of disk space; restart the node once the cause is fixed",
+					"cause", why, "data", s.dataDir, "free_bytes", free)
+			} else {
+				log.Error("JetStream stopped writing on this node; it is restarted once its disk has space",
+					"cause", why, "data", s.dataDir, "free_bytes", free, "needed_bytes", need)
+			}
+		}
+		if !forSpace {
+			continue
 		}
 		if free >= 0 && free < need {
 			if time.Since(lastWait) >= time.Minute {
@@ -112,11 +135,14 @@ func (s *Server) watchStore(log *slog.Logger) {
 	}
 }
 
+// serverDown is the fault of a server a restart failed to start again.
+const serverDown = "the server is down (a restart failed)"
+
 // storeFault says why JetStream on this node no longer writes, or "".
 func (s *Server) storeFault() string {
 	ns := s.current()
 	if !ns.Running() {
-		return "the server is down (a restart failed)"
+		return serverDown
 	}
 	if !ns.JetStreamEnabled() {
 		return "JetStream was disabled (out of space, or a write was refused)"
@@ -145,7 +171,7 @@ func (s *Server) restart() error {
 	old := s.current()
 	old.Shutdown()
 	old.WaitForShutdown()
-	ns, err := startNATS(s.opts, s.log)
+	ns, err := startNATS(s.opts, s.log, &s.watch.outOfSpace)
 	if err != nil {
 		return err // the server stays down: the watch tries again
 	}
