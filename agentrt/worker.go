@@ -236,6 +236,21 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack() // canceled while queued, or a late redelivery
 		return
 	}
+	if meta.NumDelivered > 1 {
+		// A redelivery: the stored snapshot may miss the runs before it
+		// (a run stores its claim only now and then), which the give-up
+		// count below needs. Fold the log (a first delivery, the hot path,
+		// skips this read).
+		lctx, cancelLoad := context.WithTimeout(bg, 20*time.Second)
+		if fresh, err := w.Bus.LoadTask(lctx, item.TaskID); err == nil {
+			rec = fresh
+		}
+		cancelLoad()
+		if rec.Task.Status.State.Terminal() {
+			_ = m.Ack()
+			return
+		}
+	}
 	if why := w.alreadyServed(bg, rec, &item, meta); why != "" {
 		log.Info("work item not run: "+why, "state", rec.Task.Status.State)
 		_ = m.Ack()
@@ -243,9 +258,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
 		run: fmt.Sprintf("%d.%d", meta.Sequence.Stream, meta.NumDelivered)}
-	if int(meta.NumDelivered) >= w.Bus.Config().MaxDeliver && meta.NumDelivered > 1 {
-		log.Error("task abandoned after repeated worker failures")
-		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", meta.NumDelivered))) {
+	// Runs of this turn that claimed the task and did not settle it: the
+	// next one would be run number TurnRuns+1. Deliveries the bus refused
+	// before they could run (a failover, a full disk) do not count.
+	if runs := rec.TurnRuns; runs > 0 && runs+1 >= w.Bus.Config().MaxDeliver {
+		log.Error("task abandoned after repeated worker failures", "runs", runs)
+		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", runs+1))) {
 			return
 		}
 		if err := w.Bus.DeadLetter(bg, w.Name, m.Data(), "max deliveries"); err != nil {

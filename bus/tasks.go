@@ -48,9 +48,14 @@ type TaskRecord struct {
 	Owner   string   `json:"owner,omitempty"`
 	LastSeq uint64   `json:"lastSeq"`
 	// Run names the worker run that last claimed the task (see AppendOptions).
-	Run     string `json:"run,omitempty"`
-	Created string `json:"created"`
-	Updated string `json:"updated"`
+	Run string `json:"run,omitempty"`
+	// TurnRuns counts the runs that claimed the task since its last user
+	// turn: a worker gives the turn up after MaxDeliver of them. Deliveries
+	// that never ran (the bus refused their first write: a failover, a
+	// full disk) do not count, however long the outage.
+	TurnRuns int    `json:"turnRuns,omitempty"`
+	Created  string `json:"created"`
+	Updated  string `json:"updated"`
 	// Trace is the W3C traceparent of the span that created the task
 	// (empty when it was not traced): later calls on the task (streams,
 	// resubscriptions, push deliveries) link to it.
@@ -70,10 +75,22 @@ func (r *TaskRecord) clone() *TaskRecord {
 	return &c
 }
 
+// claimedBy notes an event of run: a run other than the last one claimed
+// the task.
+func (r *TaskRecord) claimedBy(run string) {
+	if run != r.Run {
+		r.TurnRuns++
+	}
+	r.Run = run
+}
+
 // apply folds one logged event into a copy of r.
 func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskRecord {
 	c := r.clone()
 	c.Task.Apply(ev)
+	if ev.Message != nil && ev.Message.Role == a2a.RoleUser {
+		c.TurnRuns = 0 // a new turn
+	}
 	c.LastSeq = seq
 	c.Updated = at
 	if c.Events > 0 || ev.Task != nil {
@@ -212,7 +229,7 @@ func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRec
 		rec = rec.apply(&ev, m.Sequence, at)
 		rec.rev = rev
 		if run := m.Header.Get(hdrRun); run != "" {
-			rec.Run = run
+			rec.claimedBy(run)
 		}
 		next = m.Sequence + 1
 	}
@@ -317,7 +334,7 @@ func (b *Bus) AppendTask(ctx context.Context, id string, rec *TaskRecord, mutate
 		}
 		next := rec.apply(ev, seq, a2a.Now())
 		if opts.Run != "" {
-			next.Run = opts.Run
+			next.claimedBy(opts.Run)
 		}
 		if opts.Store {
 			b.storeAfter(ctx, next)
