@@ -33,7 +33,7 @@ const (
 // be reached within the failover budget. It is a JSON-RPC server error
 // (-32000), so a remote caller is told to retry rather than shown an
 // internal error.
-var ErrUnavailable = a2a.ErrServerBusy.With("the mesh's message bus is unavailable (failover under way); retry shortly")
+var ErrUnavailable = a2a.ErrServerBusy.With("the mesh's message bus is not answering (a failover, or its store is out of space); retry shortly")
 
 // transient reports whether err is JetStream being briefly unreachable (no
 // leader, no responder, no answer) rather than refusing the request.
