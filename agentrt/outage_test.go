@@ -1,7 +1,6 @@
 package agentrt_test
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -33,15 +32,7 @@ func TestRefusedClaimsDoNotUseUpTheRuns(t *testing.T) {
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus = cfg }))
 	const name = "outlaster"
 	a := &counter{name: name}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	id := "outage-" + strings.ReplaceAll(t.Name(), "/", "-")
-	msg := a2a.Message{MessageID: "m-" + id, Role: a2a.RoleUser, TaskID: id, ContextID: "ctx-" + id, Parts: []a2a.Part{a2a.TextPart("wait")}}
-	_, err := m.Bus().CreateTask(ctx, &bus.TaskRecord{Agent: name, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
-		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
-	require.NoError(t, err)
-	require.NoError(t, m.Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: name, Message: msg, Enqueued: a2a.Now()},
-		bus.WorkMsgID(id, msg.MessageID), nil))
+	id := queueTurn(t, m.Bus(), name, "outage-")
 
 	pre := capEvents(t, m.Bus(), tinyCap)
 	t.Cleanup(func() { capEvents(t, m.Bus(), pre) })

@@ -284,17 +284,7 @@ func TestRefusedClaimRunsLater(t *testing.T) {
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus = cfg }))
 	const name = "claimer"
 	a := &counter{name: name}
-	// The task and its work item, queued while no worker runs (as an edge
-	// would write them).
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	id := "claim-" + strings.ReplaceAll(t.Name(), "/", "-")
-	msg := a2a.Message{MessageID: "m-" + id, Role: a2a.RoleUser, TaskID: id, ContextID: "ctx-" + id, Parts: []a2a.Part{a2a.TextPart("claim")}}
-	_, err := m.Bus().CreateTask(ctx, &bus.TaskRecord{Agent: name, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
-		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
-	require.NoError(t, err)
-	require.NoError(t, m.Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: name, Message: msg, Enqueued: a2a.Now()},
-		bus.WorkMsgID(id, msg.MessageID), nil))
+	id := queueTurn(t, m.Bus(), name, "claim-")
 
 	pre := capEvents(t, m.Bus(), tinyCap)
 	t.Cleanup(func() { capEvents(t, m.Bus(), pre) })
@@ -312,4 +302,21 @@ func TestRefusedClaimRunsLater(t *testing.T) {
 	require.NotNil(t, rec)
 	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "task whose claim was refused once; log states %v", logStates(t, m.Bus(), id))
 	assert.EqualValues(t, 1, a.runs.Load(), "agent runs")
+}
+
+// queueTurn writes a task of agent and its work item as an edge would,
+// while no worker runs, and returns the task's id (prefix and the test's
+// name).
+func queueTurn(t *testing.T, b *bus.Bus, agent, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id := prefix + strings.ReplaceAll(t.Name(), "/", "-")
+	msg := a2a.Message{MessageID: "m-" + id, Role: a2a.RoleUser, TaskID: id, ContextID: "ctx-" + id, Parts: []a2a.Part{a2a.TextPart(prefix)}}
+	_, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
+		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
+	require.NoError(t, err)
+	require.NoError(t, b.Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: agent, Message: msg, Enqueued: a2a.Now()},
+		bus.WorkMsgID(id, msg.MessageID), nil))
+	return id
 }
