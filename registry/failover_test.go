@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,26 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// signalHandler is a slog handler that signals c (without blocking) each
+// time a record whose message starts with msg is logged.
+type signalHandler struct {
+	msg string
+	c   chan struct{}
+}
+
+func (signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.msg) {
+		select {
+		case h.c <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
 // openOn opens a bus through its own connection to url (one per simulated
 // process).
 func openOn(t *testing.T, url, name string, cfg bus.Config) (*bus.Bus, *nats.Conn) {
@@ -55,11 +76,16 @@ func openOn(t *testing.T, url, name string, cfg bus.Config) (*bus.Bus, *nats.Con
 // publishing runs Publish until the test ends (or stop is called).
 func publishing(t *testing.T, b *bus.Bus, agent, instance string) (stop func()) {
 	t.Helper()
+	return publishingLog(t, b, agent, instance, testLogger())
+}
+
+func publishingLog(t *testing.T, b *bus.Bus, agent, instance string, log *slog.Logger) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := Publish(ctx, b, Entry{Agent: agent, Instance: instance, Card: a2a.AgentCard{Name: agent}}, nil, testLogger())
+		err := Publish(ctx, b, Entry{Agent: agent, Instance: instance, Card: a2a.AgentCard{Name: agent}}, nil, log)
 		if err != nil {
 			t.Errorf("publish %s.%s: %v", agent, instance, err)
 		}
@@ -174,17 +200,9 @@ func TestHeartbeatRetriesPromptly(t *testing.T) {
 	lateBus, _ := openOn(t, nd.URL(), "worker-late", cfg)
 	table, ctx, _ := watchTable(t, edgeBus)
 
-	publishing(t, workerBus, "echo", "w1")
-	var first time.Time
-	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
-		for _, e := range table.Agents() {
-			if e.Agent == "echo" {
-				first = e.Beat
-				return true
-			}
-		}
-		return false
-	}))
+	failed := make(chan struct{}, 1)
+	publishingLog(t, workerBus, "echo", "w1", slog.New(signalHandler{msg: "registry heartbeat failed", c: failed}))
+	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool { return present(table, "echo") }))
 
 	// The registry bucket's stream goes: every heartbeat fails (nothing
 	// stores its subject) until it is created again.
@@ -193,10 +211,13 @@ func TestHeartbeatRetriesPromptly(t *testing.T) {
 	require.NoError(t, js.DeleteStream(ctx, "KV_"+bus.BucketRegistry))
 	// A worker starting now cannot register yet.
 	publishing(t, lateBus, "late", "l1")
-	// Past the next heartbeat (first+5s), which fails; then the bucket
-	// comes back.
-	for time.Now().Before(first.Add(ttl/3 + 700*time.Millisecond)) {
-		time.Sleep(50 * time.Millisecond)
+	// Wait for the worker to see a heartbeat fail (the next one is due
+	// within TTL/3), then bring the bucket back. Waiting on the failure,
+	// not on the clock, keeps a slow machine from racing the next beat.
+	select {
+	case <-failed:
+	case <-time.After(ttl):
+		t.Fatal("no heartbeat failed while the registry bucket was gone")
 	}
 	admin, _ := openOn(t, nd.URL(), "admin", cfg) // ensures the bucket again
 	back := time.Now()
@@ -216,8 +237,8 @@ func TestHeartbeatRetriesPromptly(t *testing.T) {
 		return false
 	}), "the heartbeat lands again")
 	t.Logf("heartbeat renewed %v after the bucket came back (interval %v)", renewed.Round(time.Millisecond), ttl/3)
-	// The failed heartbeat was due ~700ms before the bucket came back: the
-	// next interval tick is ~4.3s after it; a retry lands well before.
+	// The failed heartbeat was just before the bucket came back: the next
+	// interval tick is ~5s after it; a retry lands within about a second.
 	require.Less(t, renewed, 3*time.Second, "a failed heartbeat is retried promptly")
 	require.True(t, natstest.Eventually(ctx, 20*time.Second, func() bool { return present(table, "late") }),
 		"a worker that started while the registry could not be written registers once it can")
