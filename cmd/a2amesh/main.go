@@ -5,7 +5,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -25,37 +27,54 @@ func register(name, help string, run func(ctx context.Context, args []string) er
 	commands[name] = command{help: help, run: run}
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: a2amesh <command> [flags]\n\ncommands:")
+// usage prints the command list to w.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "a2amesh: a distributed A2A mesh on NATS JetStream, and a small A2A client.\n\nusage: a2amesh <command> [flags] [arguments]\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].help)
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].help)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'a2amesh <command> -h' for a command's flags.")
+	fmt.Fprintf(w, "  %-8s %s\n", "help", "print this list")
+	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the module version and VCS revision")
+	fmt.Fprintln(w, "\nWith no command, a2amesh runs dev. Run 'a2amesh <command> -h' for a command's flags.")
 }
 
 func main() {
 	name, args := "dev", os.Args[1:]
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		name, args = args[0], args[1:]
+	if len(args) > 0 && len(args[0]) > 0 {
+		switch a := args[0]; {
+		case a[0] != '-', a == "-h", a == "--help", a == "-help", a == "--version", a == "-version":
+			name, args = a, args[1:]
+		}
 	}
-	if name == "help" || name == "-h" || name == "--help" {
-		usage()
+	switch name {
+	case "help", "-h", "--help", "-help":
+		usage(os.Stdout)
+		return
+	case "version", "--version", "-version":
+		fmt.Println(version())
 		return
 	}
 	cmd, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "a2amesh: unknown command %q\n\n", name)
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cmd.run(ctx, args); err != nil {
+		var ue usageError
+		switch {
+		case errors.Is(err, errHelpShown):
+			return
+		case errors.As(err, &ue):
+			os.Exit(2)
+		}
 		fmt.Fprintf(os.Stderr, "a2amesh %s: %v\n", name, err)
 		os.Exit(1)
 	}

@@ -455,20 +455,6 @@ func firstNonEmpty(ss ...string) string {
 // lines of deploy/ against each role's real flags this way.
 var parseHook func(fs *flag.FlagSet, args []string) error
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if parseHook != nil {
-		return parseHook(fs, args)
-	}
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err == nil && fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	return err
-}
-
 func splitHostPort(addr string) (string, int, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {

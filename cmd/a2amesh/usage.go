@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// newFlagSet returns a flag set for a command whose -h prints, on stdout,
+// a one-line description, a usage line naming the arguments, and every
+// flag with its default. Parse it with parseFlags.
+//
+//	fs := newFlagSet("trace", "TRACE_ID|TASK_ID", "print a trace tree from Jaeger")
+func newFlagSet(name, args, desc string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parseFlags prints usage itself, to the right stream
+	fs.Usage = func() {
+		w := fs.Output()
+		line := "a2amesh " + name + " [flags]"
+		if args != "" {
+			line += " " + args
+		}
+		fmt.Fprintf(w, "%s\n\nusage: %s\n", desc, line)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// errHelpShown is returned by parseFlags after -h printed the usage; main
+// exits 0 on it.
+var errHelpShown = errors.New("help shown")
+
+// parseFlags parses args into fs (a command taking no arguments). On
+// -h/--help it prints the usage on stdout and returns errHelpShown; on a
+// bad flag or a stray argument it prints the usage on stderr and returns
+// a usageError (main exits 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if parseHook != nil {
+		return parseHook(fs, args)
+	}
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return errHelpShown
+	default:
+		fs.SetOutput(os.Stderr)
+		fmt.Fprintf(os.Stderr, "a2amesh %s: %v\n\n", fs.Name(), err)
+		fs.Usage()
+		return usageError{err}
+	}
+}
+
+// usageError is a command-line mistake: main exits 2 without printing it
+// again.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// version returns the module version and VCS revision the binary was
+// built from, as far as the build info knows them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "a2amesh (no build info)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, when string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "a2amesh %s", v)
+	if rev != "" {
+		fmt.Fprintf(&b, " revision %s", rev)
+		if dirty {
+			b.WriteString(" (modified)")
+		}
+		if when != "" {
+			fmt.Fprintf(&b, " (%s)", when)
+		}
+	}
+	fmt.Fprintf(&b, " %s", bi.GoVersion)
+	return b.String()
+}
