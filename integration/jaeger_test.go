@@ -87,9 +87,14 @@ func TestJaegerPlannerTrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
+	if os.Getenv("A2AMESH_SKIP_JAEGER") == "1" {
+		t.Skip("A2AMESH_SKIP_JAEGER=1: the end-to-end trace test is skipped")
+	}
+	// A missing binary fails: a suite without Jaeger must not pass by
+	// skipping the one test that checks traces end to end.
 	jaeger := jaegerBinary()
 	if _, err := os.Stat(jaeger); err != nil {
-		t.Skipf("no Jaeger binary at %s (build it with scripts/jaeger.sh; .ci/run does): skipping the end-to-end trace test", jaeger)
+		t.Fatalf("no Jaeger binary at %s: build it with `bash scripts/jaeger.sh` (it prints the path; set A2AMESH_JAEGER_BIN to it if you moved it), or set A2AMESH_SKIP_JAEGER=1 to skip the end-to-end trace test", jaeger)
 	}
 	queryAddr, grpcAddr, otlpAddr := durFreeAddr(t), durFreeAddr(t), durFreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")

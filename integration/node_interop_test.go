@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,23 +32,55 @@ type nodeCheck struct {
 	MS     int64  `json:"ms"`
 }
 
+// nodeMinMajor is the oldest Node.js major version the JS SDK scripts run on
+// (integration/node/package.json, engines).
+const nodeMinMajor = 20
+
+// nodeSDKPackages are the npm aliases of @a2a-js/sdk the scripts import.
+var nodeSDKPackages = []string{"a2a-v1", "a2a-v03"}
+
+// requireNode returns the node binary and the absolute path of
+// integration/node for the JavaScript SDK tests. A missing Node.js, one
+// too old, or a missing node_modules fails the test with how to install
+// it: a suite without Node must not pass by skipping. Only
+// A2AMESH_SKIP_NODE=1 skips, saying so.
+func requireNode(t *testing.T) (node, dir string) {
+	t.Helper()
+	if os.Getenv("A2AMESH_SKIP_NODE") == "1" {
+		t.Skip("A2AMESH_SKIP_NODE=1: the JavaScript SDK tests are skipped")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH: install Node.js %d+ with npm, then run `cd integration/node && npm ci`; or set A2AMESH_SKIP_NODE=1 to skip the JavaScript SDK tests", nodeMinMajor)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", node, err)
+	}
+	version := strings.TrimSpace(string(out))
+	var major int
+	if _, err := fmt.Sscanf(version, "v%d.", &major); err != nil || major < nodeMinMajor {
+		t.Fatalf("%s is Node.js %q; the JavaScript SDK tests need %d+ (or set A2AMESH_SKIP_NODE=1 to skip them)", node, version, nodeMinMajor)
+	}
+	dir, err = filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range nodeSDKPackages {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			t.Fatalf("integration/node/node_modules/%s is missing: run `cd integration/node && npm ci` (it installs the locked @a2a-js/sdk versions); or set A2AMESH_SKIP_NODE=1 to skip the JavaScript SDK tests", pkg)
+		}
+	}
+	return node, dir
+}
+
 // TestNodeSDKInterop drives the mesh with the official A2A JavaScript SDK
 // (@a2a-js/sdk 1.x for A2A 1.0 and 0.3.x for A2A 0.3) and reports each of
 // the scripts' checks as a subtest.
 func TestNodeSDKInterop(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not on PATH; install Node.js 20+ to run the JS SDK interop test")
-	}
-	dir, err := filepath.Abs("node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range []string{"a2a-v1", "a2a-v03"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
-			t.Skipf("integration/node/node_modules/%s is missing; run `npm ci` in integration/node", pkg)
-		}
-	}
+	node, dir := requireNode(t)
 
 	// Push on, trusting loopback receivers: the scripts' webhook listens
 	// on 127.0.0.1.

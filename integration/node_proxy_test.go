@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +25,7 @@ import (
 // <base>/agents/{echo,slow,ask}.
 func startNodeAgents(t *testing.T, script string, env ...string) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not on PATH; install Node.js 20+ to run the JS SDK tests")
-	}
-	dir, err := filepath.Abs("node")
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "a2a-v1", "package.json")); err != nil {
-		t.Skip("integration/node/node_modules is missing; run `npm ci` in integration/node")
-	}
+	node, dir := requireNode(t)
 	cmd := exec.Command(node, script)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
@@ -66,6 +57,7 @@ func startNodeAgents(t *testing.T, script string, env ...string) string {
 // 0.3) join the mesh through proxy workers, unchanged; a client of the
 // mesh runs a multi-turn conversation with them.
 func TestProxyToJSSDKAgents(t *testing.T) {
+	requireNode(t) // before the mesh: skip or fail once, not per subtest
 	m := meshtest.Start(t)
 	guard, err := ssrf.New([]string{"127.0.0.1"})
 	require.NoError(t, err)
