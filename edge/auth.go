@@ -44,6 +44,18 @@ func NewAuth(secrets map[string][]string) (*Auth, error) {
 	return a, nil
 }
 
+// Principals returns how many distinct principals hold a credential.
+func (a *Auth) Principals() int {
+	if a == nil {
+		return 0
+	}
+	seen := map[string]bool{}
+	for _, p := range a.principals {
+		seen[p] = true
+	}
+	return len(seen)
+}
+
 func (a *Auth) add(principal, secret string) error {
 	switch {
 	case principal == "" || len(principal) > 128 || strings.ContainsAny(principal, " \t\r\n\x00"):
@@ -84,7 +96,8 @@ func ParseCredentials(text string) (map[string][]string, error) {
 }
 
 // LoadAuthFile reads credentials from a file in ParseCredentials' format.
-// The file should be readable by the edge only.
+// A file holding none (empty, or comments only) is an error. The file
+// should be readable by the edge only.
 func LoadAuthFile(path string) (*Auth, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -93,6 +106,9 @@ func LoadAuthFile(path string) (*Auth, error) {
 	creds, err := ParseCredentials(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("auth: %s: %w", path, err)
+	}
+	if len(creds) == 0 {
+		return nil, fmt.Errorf("auth: %s: no credentials in it", path)
 	}
 	return NewAuth(creds)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -39,7 +40,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	log := lf.logger()
-	ecfg, err := ef.config()
+	ecfg, err := ef.config(log, metrics.New)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/a2amesh/a2amesh/registry"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 // edgeFlags are the edge settings shared by `dev` and `edge`.
@@ -60,15 +61,19 @@ func (f *pushFlags) config() (edge.PushConfig, error) {
 }
 
 func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
+	defaultHelp := "agent that serves POST /a2a, the endpoint with no agent in its path (calls may still name one in params.tenant); without it, a send to /a2a naming no tenant is refused (-32602 no agent named) and clients must call /agents/{name} (env A2AMESH_DEFAULT_AGENT)"
+	if defaultAgent == "" {
+		defaultHelp += "; default: none"
+	}
 	return &edgeFlags{
 		listen:       fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)"),
 		publicURL:    fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)"),
-		defaultAgent: fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), "agent serving /a2a calls without a tenant (env A2AMESH_DEFAULT_AGENT)"),
+		defaultAgent: fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), defaultHelp),
 		cors:         fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)"),
 		keepAlive:    fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),
 		idemWindow:   fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
 		strictCards:  fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
-		authFile:     fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines; each secret works as x-api-key or Authorization: Bearer (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
+		authFile:     fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines (# comments; secrets of 16+ characters), mode 600; each secret works as x-api-key or Authorization: Bearer; a file without credentials is an error, not an open edge (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
 		// Rate limiting is off by default, for dev and edge alike: without
 		// auth every client behind one NAT, proxy or ingress is one IP and
 		// would share one bucket, and load tests (bench) drive an edge from
@@ -82,8 +87,10 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 }
 
 // config returns the edge configuration the flags describe (Bus, Registry
-// and Logger are the caller's).
-func (f *edgeFlags) config() (edge.Config, error) {
+// and Logger are the caller's). newMetrics builds the metrics when they
+// are on (an edge's own, or dev's edge and worker families together); log
+// gets the auth warnings and the line saying whether auth is on.
+func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics) (edge.Config, error) {
 	c := edge.Config{
 		PublicURL: *f.publicURL, DefaultAgent: *f.defaultAgent, KeepAlive: *f.keepAlive,
 		IdempotencyWindow: *f.idemWindow, StrictCards: *f.strictCards,
@@ -103,13 +110,19 @@ func (f *edgeFlags) config() (edge.Config, error) {
 		return c, err
 	}
 	c.Push = push
-	auth, err := loadAuth(*f.authFile, os.Getenv("A2AMESH_API_KEYS"))
+	auth, err := loadAuth(*f.authFile, os.Getenv("A2AMESH_API_KEYS"), log)
 	if err != nil {
 		return c, err
 	}
 	c.Auth = auth
+	if auth != nil {
+		log.Info("auth on: calls need an API key or bearer token", "principals", auth.Principals(),
+			"auth_file", *f.authFile, "api_keys_env", os.Getenv("A2AMESH_API_KEYS") != "")
+	} else {
+		log.Info("auth off: any client may call (--auth-file or A2AMESH_API_KEYS turn it on)")
+	}
 	if *f.metrics {
-		c.Metrics = metrics.New()
+		c.Metrics = newMetrics()
 	}
 	return c, nil
 }
@@ -124,7 +137,10 @@ func envFloat(key string, def float64) float64 {
 
 // loadAuth builds the edge's credential table from a file and/or an
 // A2AMESH_API_KEYS list ("principal:secret,..."); neither means no auth.
-func loadAuth(file, list string) (*edge.Auth, error) {
+// Either one given but holding no credential is an error: a mistyped or
+// emptied key file must not leave the edge open. A key file others can
+// read gets a warning on log.
+func loadAuth(file, list string, log *slog.Logger) (*edge.Auth, error) {
 	creds := map[string][]string{}
 	if file != "" {
 		b, err := os.ReadFile(file)
@@ -134,11 +150,21 @@ func loadAuth(file, list string) (*edge.Auth, error) {
 		if creds, err = edge.ParseCredentials(string(b)); err != nil {
 			return nil, fmt.Errorf("--auth-file %s: %w", file, err)
 		}
+		if len(creds) == 0 {
+			return nil, fmt.Errorf("--auth-file %s: no credentials in it (want \"principal secret\" lines); refusing to start without auth when auth was asked for", file)
+		}
+		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o077 != 0 {
+			log.Warn("auth file is readable by group or others; run chmod 600 on it", "file", file,
+				"mode", fmt.Sprintf("%#o", st.Mode().Perm()))
+		}
 	}
 	if list != "" {
 		more, err := edge.ParseCredentials(strings.ReplaceAll(list, ",", "\n"))
 		if err != nil {
 			return nil, fmt.Errorf("A2AMESH_API_KEYS: %w", err)
+		}
+		if len(more) == 0 {
+			return nil, fmt.Errorf("A2AMESH_API_KEYS is set but holds no credentials (want \"principal:secret,...\"); unset it to run without auth")
 		}
 		for p, ss := range more {
 			creds[p] = append(creds[p], ss...)

@@ -168,7 +168,7 @@ func runEdge(ctx context.Context, args []string) error {
 		return err
 	}
 	log := lf.logger()
-	cfg, err := ef.config()
+	cfg, err := ef.config(log, metrics.NewEdge)
 	if err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
 	if *metricsListen != "" {
-		w.Metrics = metrics.New()
+		w.Metrics = metrics.NewWorker()
 		stop, err := serveMetrics(*metricsListen, w.Metrics, log)
 		if err != nil {
 			return err

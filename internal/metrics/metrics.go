@@ -49,9 +49,22 @@ type Metrics struct {
 	dyn *dynamic
 }
 
-// New returns metrics registered on a fresh registry, with the Go runtime
+// New returns the edge's and the worker's metrics together (a dev mesh's
+// process runs both), registered on a fresh registry with the Go runtime
 // and process collectors.
-func New() *Metrics {
+func New() *Metrics { return build(true, true) }
+
+// NewEdge returns an edge's metrics only: its a2amesh_edge_* and push
+// series, the registry's size and the consumer statistics it reads. A
+// worker's recording methods work on it and are not exposed.
+func NewEdge() *Metrics { return build(true, false) }
+
+// NewWorker returns a worker's metrics only: its a2amesh_worker_* series
+// and the statistics of its consumer. An edge's recording methods work on
+// it and are not exposed.
+func NewWorker() *Metrics { return build(false, true) }
+
+func build(edge, worker bool) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -86,8 +99,13 @@ func New() *Metrics {
 		}, []string{"agent", "outcome"}),
 		dyn: newDynamic(),
 	}
-	m.reg.MustRegister(m.requests, m.sse, m.push, m.inFlight, m.duration, m.latency, m.runs, m.dyn,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.dyn, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	if edge {
+		m.reg.MustRegister(m.requests, m.sse, m.push)
+	}
+	if worker {
+		m.reg.MustRegister(m.inFlight, m.duration, m.latency, m.runs)
+	}
 	return m
 }
 
