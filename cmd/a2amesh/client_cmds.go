@@ -10,19 +10,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/client"
+	"github.com/a2amesh/a2amesh/edge"
 )
 
 const (
 	defaultURL   = "http://127.0.0.1:8080"
 	defaultAgent = "echo"
 	urlEnv       = "A2AMESH_URL"
+	apiKeyEnv    = "A2AMESH_API_KEY"
 	maxStdinText = 1 << 20
 )
 
@@ -56,30 +60,32 @@ type commonFlags struct {
 	url      string
 	agent    string
 	json     bool
+	apiKey   string
 	agentSet bool
+	urlSet   bool // --url given on the command line (not from the environment)
+	keySet   bool // --api-key given on the command line
+	// got401 is set when the mesh answered HTTP 401 (see explain).
+	got401 atomic.Bool
 }
 
-func newFlags(name, args, desc string, agentDefault string) *commonFlags {
-	f := &commonFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	f.fs.SetOutput(io.Discard)
-	f.fs.StringVar(&f.url, "url", envOr(urlEnv, defaultURL), "mesh or agent URL (env "+urlEnv+")")
-	agentHelp := "agent name: the endpoint is <url>/agents/<name>"
-	if agentDefault == "" {
-		agentHelp = "show this agent's card instead of the mesh's"
-	}
+// newFlags returns the common flags of a client command whose -h prints
+// desc (see newFlagSet), then "usage: a2amesh NAME [flags] ARGS", then the
+// flags. agentDefault is the agent --agent defaults to, agentHelp its help.
+func newFlags(name, args, desc, agentDefault, agentHelp string) *commonFlags {
+	f := &commonFlags{fs: newFlagSet(name, args, desc)}
+	f.fs.StringVar(&f.url, "url", envOr(urlEnv, defaultURL),
+		"the mesh's base URL, or one agent's endpoint (<mesh>/agents/NAME); a card URL works too\n(env "+urlEnv+")")
 	f.fs.StringVar(&f.agent, "agent", agentDefault, agentHelp)
-	f.fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
-	f.fs.Usage = func() {
-		w := f.fs.Output()
-		fmt.Fprintf(w, "usage: a2amesh %s %s\n\n%s\n\nflags:\n", name, args, desc)
-		f.fs.PrintDefaults()
-	}
+	f.fs.BoolVar(&f.json, "json", false, "print the JSON the mesh answered instead of text")
+	f.fs.StringVar(&f.apiKey, "api-key", "",
+		"API key sent in the "+edge.APIKeyHeader+" header of every request, for a mesh with auth on\n(env "+apiKeyEnv+"; default: none)")
 	return f
 }
 
 // parse parses args, allowing flags after positional arguments ("--" ends
 // flags). It returns the positional arguments, and done=true when -h was
-// asked for (usage already printed).
+// asked for (usage already printed on c.out). A bad flag prints the usage
+// on c.errOut and returns a usageError (exit 2).
 func (c *cli) parse(f *commonFlags, args []string) (pos []string, done bool, err error) {
 	rounds := len(args) + 1 // each round but the last consumes at least one arg
 	for i := 0; i < rounds; i++ {
@@ -89,10 +95,7 @@ func (c *cli) parse(f *commonFlags, args []string) (pos []string, done bool, err
 				f.fs.Usage()
 				return nil, true, nil
 			}
-			f.fs.SetOutput(c.errOut)
-			f.fs.Usage()
-			fmt.Fprintln(c.errOut)
-			return nil, false, err
+			return nil, false, c.usageErr(f, "%v", err)
 		}
 		rest := f.fs.Args()
 		if len(rest) == 0 {
@@ -106,19 +109,51 @@ func (c *cli) parse(f *commonFlags, args []string) (pos []string, done bool, err
 		args = rest[1:]
 	}
 	f.fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "agent" {
+		switch fl.Name {
+		case "agent":
 			f.agentSet = true
+		case "url":
+			f.urlSet = true
+		case "api-key":
+			f.keySet = true
 		}
 	})
+	if !f.keySet {
+		f.apiKey = os.Getenv(apiKeyEnv)
+	}
+	f.apiKey = strings.TrimSpace(f.apiKey)
 	return pos, false, nil
 }
 
-// usageErr prints the usage and returns err.
+// usageErr prints the error and the usage on c.errOut and returns the
+// error as a usageError: main exits 2 without printing it again.
 func (c *cli) usageErr(f *commonFlags, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	fmt.Fprintf(c.errOut, "a2amesh %s: %v\n\n", f.fs.Name(), err)
 	f.fs.SetOutput(c.errOut)
 	f.fs.Usage()
-	fmt.Fprintln(c.errOut)
-	return fmt.Errorf(format, args...)
+	return usageError{err}
+}
+
+// clientOptions are the options of every request a command makes: the API
+// key, and a transport that notes an HTTP 401 for explain.
+func (f *commonFlags) clientOptions() []client.Option {
+	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: &statusNoter{f: f}})}
+	if f.apiKey != "" {
+		opts = append(opts, client.WithHeader(edge.APIKeyHeader, f.apiKey))
+	}
+	return opts
+}
+
+// statusNoter passes requests on, noting an HTTP 401 answer.
+type statusNoter struct{ f *commonFlags }
+
+func (s *statusNoter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		s.f.got401.Store(true)
+	}
+	return resp, err
 }
 
 // parseBase checks a --url value.
@@ -188,16 +223,38 @@ func cardURL(rawURL, agent string, agentSet bool) (string, error) {
 	return client.CardURL(strings.TrimSpace(rawURL)), nil
 }
 
+// taskURL resolves the JSON-RPC endpoint of a call on an existing task
+// (get, cancel, follow, reply): as agentURL, except that a bare mesh URL
+// without --agent means the mesh endpoint <url>/a2a, where the edge finds a
+// task whatever its agent (a task id names one task in the whole mesh).
+func taskURL(rawURL, agent string, agentSet bool) (string, error) {
+	u, err := parseBase(rawURL)
+	if err != nil {
+		return "", err
+	}
+	if u.Path == "" && !agentSet {
+		u.Path = "/a2a"
+		return u.String(), nil
+	}
+	return agentURL(rawURL, agent, agentSet)
+}
+
 // errInterrupted is returned when the user stops a command (Ctrl-C).
 var errInterrupted = errors.New("interrupted")
 
 // explain makes a client error friendlier, keeping it matchable.
-func explain(ctx context.Context, err error, endpoint string) error {
+func explain(ctx context.Context, err error, endpoint string, f *commonFlags) error {
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		return errInterrupted
+	}
+	if f != nil && f.got401.Load() {
+		if f.apiKey == "" {
+			return &hintErr{msg: "the mesh at " + endpoint + " requires an API key (HTTP 401)\n  pass --api-key KEY or set " + apiKeyEnv, err: err}
+		}
+		return &hintErr{msg: "the mesh at " + endpoint + " refused the API key (HTTP 401)\n  check --api-key or " + apiKeyEnv, err: err}
 	}
 	var rpc *a2a.Error
 	if errors.As(err, &rpc) {
@@ -246,10 +303,28 @@ type sendFlags struct {
 }
 
 func newSendFlags(name, args, desc string) *sendFlags {
-	f := &sendFlags{commonFlags: newFlags(name, args, desc, defaultAgent)}
-	f.fs.StringVar(&f.contextID, "context", "", "continue the conversation with this context id")
-	f.fs.StringVar(&f.taskID, "task", "", "continue (reply to) this task")
+	f := &sendFlags{commonFlags: newFlags(name, args, desc, defaultAgent,
+		"agent to talk to, at <url>/agents/NAME; with --task and no --agent, the mesh endpoint\n"+
+			"<url>/a2a, which finds a task of any agent")}
+	f.fs.StringVar(&f.contextID, "context", "", "continue the conversation with this context id (default: a new context)")
+	taskHelp := "reply to this task, which must be waiting for input (default: a new task)"
+	if name == "stream" {
+		taskHelp = "with TEXT, reply to this task, which must be waiting for input; without TEXT,\nfollow it (default: a new task)"
+	}
+	f.fs.StringVar(&f.taskID, "task", "", taskHelp)
 	return f
+}
+
+// taskAgentHelp is --agent's help for the commands on an existing task.
+const taskAgentHelp = "the task's agent: call <url>/agents/NAME (default: the mesh endpoint <url>/a2a,\nwhich finds a task of any agent)"
+
+// endpoint is where send and stream post: the agent's endpoint for a new
+// task, taskURL's for --task.
+func (f *sendFlags) endpoint() (string, error) {
+	if f.taskID != "" {
+		return taskURL(f.url, f.agent, f.agentSet)
+	}
+	return agentURL(f.url, f.agent, f.agentSet)
 }
 
 func (f *sendFlags) request(text string) *a2a.SendMessageRequest {
@@ -263,9 +338,11 @@ func (f *sendFlags) request(text string) *a2a.SendMessageRequest {
 }
 
 func cliCard(c *cli, ctx context.Context, args []string) error {
-	f := newFlags("card", "[--url URL] [--agent NAME] [--json]",
-		"Fetch an agent card and print it. Without --agent, the card at --url:\n"+
-			"the mesh's own card for a bare mesh URL (<url>/.well-known/agent-card.json).", "")
+	f := newFlags("card", "",
+		"Show an agent card: the mesh's, or one agent's with --agent.\n\n"+
+			"Without --agent, the card at --url: the mesh's own card for a bare mesh URL\n"+
+			"(<url>/.well-known/agent-card.json), which lists every agent as a skill.", "",
+		"show this agent's card, <url>/agents/NAME/.well-known/agent-card.json\n(default: the card at --url)")
 	pos, done, err := c.parse(f, args)
 	if done || err != nil {
 		return err
@@ -278,25 +355,27 @@ func cliCard(c *cli, ctx context.Context, args []string) error {
 		return err
 	}
 	if f.json {
-		raw, err := client.CardJSON(ctx, u)
+		raw, err := client.CardJSON(ctx, u, f.clientOptions()...)
 		if err != nil {
-			return explain(ctx, err, u)
+			return explain(ctx, err, u, f)
 		}
 		return writeIndented(c.out, raw)
 	}
-	card, err := client.Card(ctx, u)
+	card, err := client.Card(ctx, u, f.clientOptions()...)
 	if err != nil {
-		return explain(ctx, err, u)
+		return explain(ctx, err, u, f)
 	}
 	printCard(c.out, card)
 	return nil
 }
 
 func cliSend(c *cli, ctx context.Context, args []string) error {
-	f := newSendFlags("send", "[--url URL] [--agent NAME] [--context ID] [--task ID] [--no-wait] [--json] TEXT...",
-		"Send TEXT to an agent and print its answer: the task's state, the agent's\n"+
-			"status message and its artifacts. \"-\" as TEXT reads the text from stdin.\n"+
-			"Exits non-zero if the task failed or was rejected.")
+	f := newSendFlags("send", "TEXT...",
+		"Send a message to an agent and print the reply.\n\n"+
+			"Prints the answer: the task's state, the agent's status message and its\n"+
+			"artifacts. \"-\" as TEXT reads the text from stdin. Exits non-zero if the task\n"+
+			"failed or was rejected. When the task waits for input, or is left running\n"+
+			"(--no-wait), stderr says how to go on.")
 	f.fs.BoolVar(&f.noWait, "no-wait", false, "return as soon as the task exists, without waiting for its end")
 	pos, done, err := c.parse(f.commonFlags, args)
 	if done || err != nil {
@@ -309,13 +388,13 @@ func cliSend(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	endpoint, err := agentURL(f.url, f.agent, f.agentSet)
+	endpoint, err := f.endpoint()
 	if err != nil {
 		return err
 	}
-	res, err := client.New(endpoint).Send(ctx, f.request(text))
+	res, err := client.New(endpoint, f.clientOptions()...).Send(ctx, f.request(text))
 	if err != nil {
-		return explain(ctx, err, endpoint)
+		return explain(ctx, err, endpoint, f.commonFlags)
 	}
 	if f.json {
 		if err := writeJSON(c.out, res, true); err != nil {
@@ -325,20 +404,61 @@ func cliSend(c *cli, ctx context.Context, args []string) error {
 		printSendResult(c.out, res)
 	}
 	if t := res.Task; t != nil {
-		c.hint(t, f.noWait)
+		c.hint(f.commonFlags, t, f.noWait)
 		return stateErr(t.Status.State)
 	}
 	return nil
 }
 
 // hint tells, on stderr, how to go on with a task that is not finished.
-func (c *cli) hint(t *a2a.Task, noWait bool) {
+func (c *cli) hint(f *commonFlags, t *a2a.Task, noWait bool) {
 	switch st := t.Status.State; {
 	case st.Interrupted():
-		fmt.Fprintf(c.errOut, "reply with: a2amesh send --task %s TEXT...\n", t.ID)
+		fmt.Fprintf(c.errOut, "reply with: %s\n", f.again("send", "--task", t.ID, "TEXT..."))
 	case !st.Terminal() && noWait:
-		fmt.Fprintf(c.errOut, "follow with: a2amesh stream --task %s  (or: a2amesh get %s)\n", t.ID, t.ID)
+		fmt.Fprintf(c.errOut, "follow with: %s  (or: %s)\n", f.again("stream", "--task", t.ID), f.again("get", t.ID))
 	}
+}
+
+// again spells the command line that goes on with this command's task:
+// a2amesh NAME, the flags that reach the same agent as this run did, then
+// rest. --url is repeated when it did not come from the default (the same
+// environment is assumed); --agent when it was given; an API key given on
+// the command line is shown as the placeholder KEY, not repeated.
+func (f *commonFlags) again(name string, rest ...string) string {
+	parts := []string{"a2amesh", name}
+	if u := strings.TrimSpace(f.url); u != envOr(urlEnv, defaultURL) {
+		parts = append(parts, "--url", shellQuote(u))
+	}
+	if f.agentSet {
+		parts = append(parts, "--agent", shellQuote(f.agent))
+	}
+	if f.keySet {
+		parts = append(parts, "--api-key", "KEY")
+	}
+	for _, r := range rest {
+		if r != "TEXT..." {
+			r = shellQuote(r)
+		}
+		parts = append(parts, r)
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// characters.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // stateErr returns errTaskFailed for a failed or rejected task.
@@ -350,12 +470,15 @@ func stateErr(s a2a.TaskState) error {
 }
 
 func cliStream(c *cli, ctx context.Context, args []string) error {
-	f := newSendFlags("stream", "[--url URL] [--agent NAME] [--context ID] [--task ID [--last-event-id ID]] [--json] [TEXT...]",
-		"Send TEXT with SendStreamingMessage and print each event as it arrives.\n"+
+	f := newSendFlags("stream", "[TEXT...]",
+		"Send a message and print events as they arrive, or follow a task.\n\n"+
+			"Sends TEXT with SendStreamingMessage and prints each event as it arrives.\n"+
 			"With --task and no TEXT, follow an existing task (SubscribeToTask).\n"+
 			"--json prints one JSON line per event. Exits non-zero if the task failed\n"+
-			"or was rejected.")
-	f.fs.StringVar(&f.lastEventID, "last-event-id", "", "when following a task, resume after this event id")
+			"or was rejected. Interrupted (Ctrl-C) while following a task, it prints\n"+
+			"how to resume.")
+	f.fs.StringVar(&f.lastEventID, "last-event-id", "",
+		"when following a task (--task without TEXT), resume after this event id\n(default: from the task's current state)")
 	pos, done, err := c.parse(f.commonFlags, args)
 	if done || err != nil {
 		return err
@@ -366,11 +489,11 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 	if len(pos) > 0 && f.lastEventID != "" {
 		return c.usageErr(f.commonFlags, "--last-event-id only applies when following a task (--task ID without TEXT)")
 	}
-	endpoint, err := agentURL(f.url, f.agent, f.agentSet)
+	endpoint, err := f.endpoint()
 	if err != nil {
 		return err
 	}
-	cl := client.New(endpoint)
+	cl := client.New(endpoint, f.clientOptions()...)
 	var s *client.Stream
 	if len(pos) == 0 {
 		s, err = cl.Subscribe(ctx, f.taskID, f.lastEventID)
@@ -382,7 +505,7 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 		s, err = cl.Stream(ctx, f.request(text))
 	}
 	if err != nil {
-		return explain(ctx, err, endpoint)
+		return explain(ctx, err, endpoint, f.commonFlags)
 	}
 	defer s.Close()
 
@@ -396,7 +519,7 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 				if t.Status.State != "" {
 					last = " (last state: " + stateName(t.Status.State) + ")"
 				}
-				fmt.Fprintf(c.errOut, "stream ended before the task finished%s; follow with: a2amesh stream --task %s\n", last, t.ID)
+				fmt.Fprintf(c.errOut, "stream ended before the task finished%s; follow with: %s\n", last, f.again("stream", "--task", t.ID))
 			}
 			return stateErr(p.state)
 		}
@@ -404,11 +527,11 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 			p.end()
 			if ctx.Err() != nil {
 				if p.taskID != "" && s.LastEventID() != "" {
-					fmt.Fprintf(c.errOut, "resume with: a2amesh stream --task %s --last-event-id %s\n", p.taskID, s.LastEventID())
+					fmt.Fprintf(c.errOut, "resume with: %s\n", f.again("stream", "--task", p.taskID, "--last-event-id", s.LastEventID()))
 				}
 				return errInterrupted
 			}
-			return explain(ctx, err, endpoint)
+			return explain(ctx, err, endpoint, f.commonFlags)
 		}
 		if err := p.event(ev.Response); err != nil {
 			return err
@@ -416,7 +539,7 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 		if p.finished {
 			p.end()
 			if t := p.task(); t != nil && p.state.Interrupted() {
-				c.hint(t, false)
+				c.hint(f.commonFlags, t, false)
 			}
 			return stateErr(p.state)
 		}
@@ -424,10 +547,12 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 }
 
 func cliGet(c *cli, ctx context.Context, args []string) error {
-	f := newFlags("get", "[--url URL] [--agent NAME] [--history N] [--json] TASK_ID",
-		"Fetch a task and print its state, status message and artifacts\n"+
-			"(and its last N history messages with --history N).", defaultAgent)
-	history := f.fs.Int("history", -1, "include at most N history messages (0: none)")
+	f := newFlags("get", "TASK_ID",
+		"Show a task: its state, status message and artifacts.\n\n"+
+			"With --history N, also its last N history messages. Without --agent the task\n"+
+			"is looked up at the mesh endpoint <url>/a2a, whatever agent it belongs to.", "", taskAgentHelp)
+	history := f.fs.Int("history", -1,
+		"print the task's last N history messages; 0 prints none; -1 leaves history\nout of the request and the output")
 	pos, done, err := c.parse(f, args)
 	if done || err != nil {
 		return err
@@ -435,7 +560,10 @@ func cliGet(c *cli, ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return c.usageErr(f, "want exactly one TASK_ID")
 	}
-	endpoint, err := agentURL(f.url, f.agent, f.agentSet)
+	if *history < -1 {
+		return c.usageErr(f, "--history must be -1 (no history), 0 or more")
+	}
+	endpoint, err := taskURL(f.url, f.agent, f.agentSet)
 	if err != nil {
 		return err
 	}
@@ -443,9 +571,9 @@ func cliGet(c *cli, ctx context.Context, args []string) error {
 	if *history >= 0 {
 		hl = history
 	}
-	t, err := client.New(endpoint).GetTask(ctx, pos[0], hl)
+	t, err := client.New(endpoint, f.clientOptions()...).GetTask(ctx, pos[0], hl)
 	if err != nil {
-		return explain(ctx, err, endpoint)
+		return explain(ctx, err, endpoint, f)
 	}
 	if f.json {
 		return writeJSON(c.out, t, true)
@@ -455,8 +583,10 @@ func cliGet(c *cli, ctx context.Context, args []string) error {
 }
 
 func cliCancel(c *cli, ctx context.Context, args []string) error {
-	f := newFlags("cancel", "[--url URL] [--agent NAME] [--json] TASK_ID",
-		"Cancel a task and print the state it was left in.", defaultAgent)
+	f := newFlags("cancel", "TASK_ID",
+		"Cancel a task and print the state it was left in.\n\n"+
+			"Without --agent the task is looked up at the mesh endpoint <url>/a2a, whatever\n"+
+			"agent it belongs to.", "", taskAgentHelp)
 	pos, done, err := c.parse(f, args)
 	if done || err != nil {
 		return err
@@ -464,13 +594,13 @@ func cliCancel(c *cli, ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return c.usageErr(f, "want exactly one TASK_ID")
 	}
-	endpoint, err := agentURL(f.url, f.agent, f.agentSet)
+	endpoint, err := taskURL(f.url, f.agent, f.agentSet)
 	if err != nil {
 		return err
 	}
-	t, err := client.New(endpoint).Cancel(ctx, pos[0])
+	t, err := client.New(endpoint, f.clientOptions()...).Cancel(ctx, pos[0])
 	if err != nil {
-		return explain(ctx, err, endpoint)
+		return explain(ctx, err, endpoint, f)
 	}
 	if f.json {
 		return writeJSON(c.out, t, true)

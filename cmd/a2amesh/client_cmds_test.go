@@ -58,7 +58,7 @@ func newMesh(t *testing.T, answer func(w http.ResponseWriter, c rpcCall)) *fakeM
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, echoCard)
 	})
-	mux.HandleFunc("POST /agents/{name}", func(w http.ResponseWriter, r *http.Request) {
+	rpc := func(w http.ResponseWriter, r *http.Request) {
 		var c rpcCall
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		_ = json.Unmarshal(body, &c)
@@ -66,12 +66,14 @@ func newMesh(t *testing.T, answer func(w http.ResponseWriter, c rpcCall)) *fakeM
 		m.mu.Lock()
 		m.calls = append(m.calls, c)
 		m.mu.Unlock()
-		if r.PathValue("name") != "echo" {
+		if r.URL.Path != "/a2a" && r.PathValue("name") != "echo" {
 			http.NotFound(w, r)
 			return
 		}
 		m.answer(w, c)
-	})
+	}
+	mux.HandleFunc("POST /agents/{name}", rpc)
+	mux.HandleFunc("POST /a2a", rpc) // the mesh endpoint: tasks of any agent
 	m.Server = httptest.NewServer(mux)
 	t.Cleanup(m.Close)
 	return m
@@ -309,7 +311,9 @@ func TestSendFlagsReachTheRequest(t *testing.T) {
 	assert.Equal(t, "ctx-9", msg["contextId"])
 	assert.Equal(t, "task-9", msg["taskId"])
 	assert.Equal(t, map[string]any{"returnImmediately": true}, c.Params["configuration"])
-	assert.Equal(t, "follow with: a2amesh stream --task task-1  (or: a2amesh get task-1)\n", errOut)
+	u := m.URL + "/agents/echo"
+	assert.Equal(t, "follow with: a2amesh stream --url "+u+" --task task-1  (or: a2amesh get --url "+u+" task-1)\n", errOut)
+	assert.Equal(t, "/agents/echo", c.Path)
 }
 
 func TestSendStdin(t *testing.T) {
@@ -340,7 +344,7 @@ func TestSendExitStatus(t *testing.T) {
 			}
 			assert.NotEmpty(t, out)
 			if state == "TASK_STATE_INPUT_REQUIRED" {
-				assert.Equal(t, "reply with: a2amesh send --task task-1 TEXT...\n", errOut)
+				assert.Equal(t, "reply with: a2amesh send --url "+m.URL+" --task task-1 TEXT...\n", errOut)
 			}
 		}
 	}
@@ -446,9 +450,10 @@ func TestStreamResubscribe(t *testing.T) {
 	out, errOut, err := runCLI(t, cliStream, "", "--url", m.URL, "--task", "task-1", "--last-event-id", "41")
 	require.NoError(t, err)
 	assert.Equal(t, "task     task-1\ncontext  ctx-1\nstatus   input-required: Which one?\n", out)
-	assert.Equal(t, "reply with: a2amesh send --task task-1 TEXT...\n", errOut)
+	assert.Equal(t, "reply with: a2amesh send --url "+m.URL+" --task task-1 TEXT...\n", errOut)
 	c := m.last(t)
 	assert.Equal(t, "SubscribeToTask", c.Method)
+	assert.Equal(t, "/a2a", c.Path, "a task of any agent: the mesh endpoint")
 	assert.Equal(t, "task-1", c.Params["id"])
 	assert.Equal(t, "41", c.Header.Get("Last-Event-ID"))
 
@@ -469,7 +474,7 @@ func TestStreamEndsEarly(t *testing.T) {
 	out, errOut, err := runCLI(t, cliStream, "", "--url", m.URL, "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "task     task-1\ncontext  ctx-1\nartifact out: partial\n", out)
-	assert.Equal(t, "stream ended before the task finished; follow with: a2amesh stream --task task-1\n", errOut)
+	assert.Equal(t, "stream ended before the task finished; follow with: a2amesh stream --url "+m.URL+" --task task-1\n", errOut)
 }
 
 func TestStreamErrors(t *testing.T) {
@@ -526,6 +531,7 @@ history  agent: hi
 `, out)
 	c := m.last(t)
 	assert.Equal(t, "GetTask", c.Method)
+	assert.Equal(t, "/a2a", c.Path, "a task of any agent: the mesh endpoint")
 	assert.Equal(t, "task-1", c.Params["id"])
 	assert.EqualValues(t, 5, c.Params["historyLength"])
 
@@ -544,6 +550,12 @@ history  agent: hi
 	require.NoError(t, err)
 	assert.Equal(t, "task     task-1\ncontext  ctx-1\nstatus   canceled: Canceled by user\n", out)
 	assert.Equal(t, "CancelTask", m.last(t).Method)
+	assert.Equal(t, "/a2a", m.last(t).Path)
+
+	// With --agent, the agent's own endpoint.
+	_, _, err = runCLI(t, cliCancel, "", "--url", m.URL, "--agent", "echo", "task-1")
+	require.NoError(t, err)
+	assert.Equal(t, "/agents/echo", m.last(t).Path)
 
 	out, _, err = runCLI(t, cliCancel, "", "--url", m.URL, "--json", "task-1")
 	require.NoError(t, err)
@@ -621,8 +633,8 @@ func TestStreamPrinterChunks(t *testing.T) {
 func TestExplainKeepsOtherErrors(t *testing.T) {
 	e := errors.New("plain")
 	ctx, cancel := context.WithCancel(context.Background())
-	assert.Same(t, e, explain(ctx, e, "x"))
-	assert.NoError(t, explain(ctx, nil, "x"))
+	assert.Same(t, e, explain(ctx, e, "x", nil))
+	assert.NoError(t, explain(ctx, nil, "x", nil))
 	cancel()
-	assert.Same(t, errInterrupted, explain(ctx, e, "x"))
+	assert.Same(t, errInterrupted, explain(ctx, e, "x", nil))
 }

@@ -12,7 +12,9 @@ import (
 
 // newFlagSet returns a flag set for a command whose -h prints, on stdout,
 // a one-line description, a usage line naming the arguments, and every
-// flag with its default. Parse it with parseFlags.
+// flag with its default. Parse it with parseFlags. desc's first line is
+// the description; more text after a blank line is printed below the
+// usage line, before the flags.
 //
 //	fs := newFlagSet("trace", "TRACE_ID|TASK_ID", "print a trace tree from Jaeger")
 func newFlagSet(name, args, desc string) *flag.FlagSet {
@@ -24,7 +26,11 @@ func newFlagSet(name, args, desc string) *flag.FlagSet {
 		if args != "" {
 			line += " " + args
 		}
-		fmt.Fprintf(w, "%s\n\nusage: %s\n", desc, line)
+		summary, more, _ := strings.Cut(desc, "\n\n")
+		fmt.Fprintf(w, "%s\n\nusage: %s\n", summary, line)
+		if more = strings.TrimSpace(more); more != "" {
+			fmt.Fprintf(w, "\n%s\n", more)
+		}
 		n := 0
 		fs.VisitAll(func(*flag.Flag) { n++ })
 		if n > 0 {
