@@ -120,66 +120,44 @@ func quote(s string) string {
 	return string(b)
 }
 
-// UnmarshalJSON reads a message in 1.0, 0.3 or 0.2 shape.
+// UnmarshalJSON reads a message in 1.0, 0.3 or 0.2 shape. Every field may
+// also be spelled with its proto name (message_id, ...), see protonames.go.
 func (m *Message) UnmarshalJSON(b []byte) error {
 	type plain Message
 	var w struct {
 		plain
-		MessageIDSnake  string   `json:"message_id"`
-		ContextIDSnake  string   `json:"context_id"`
-		SessionID       string   `json:"sessionId"`
-		SessionIDSnake  string   `json:"session_id"`
-		TaskIDSnake     string   `json:"task_id"`
-		RefTaskIDsSnake []string `json:"reference_task_ids"`
+		SessionID string `json:"sessionId"` // 0.2
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshalProto(b, "message", &w); err != nil {
 		return err
 	}
 	*m = Message(w.plain)
-	m.MessageID = firstNonEmpty(m.MessageID, w.MessageIDSnake)
-	m.ContextID = firstNonEmpty(m.ContextID, w.ContextIDSnake, w.SessionID, w.SessionIDSnake)
-	m.TaskID = firstNonEmpty(m.TaskID, w.TaskIDSnake)
-	if m.ReferenceTaskIDs == nil {
-		m.ReferenceTaskIDs = w.RefTaskIDsSnake
-	}
+	m.ContextID = firstNonEmpty(m.ContextID, w.SessionID)
 	return nil
 }
 
-// UnmarshalJSON reads 1.0 configuration and the 0.3 / snake_case spellings;
+// UnmarshalJSON reads 1.0 configuration and the 0.3 / 0.2 spellings;
 // 0.3's blocking:false becomes ReturnImmediately.
 func (c *SendMessageConfiguration) UnmarshalJSON(b []byte) error {
 	type plain SendMessageConfiguration
 	var w struct {
 		plain
-		AcceptedSnake     []string                    `json:"accepted_output_modes"`
-		HistorySnake      *int                        `json:"history_length"`
-		ReturnSnake       *bool                       `json:"return_immediately"`
-		Blocking          *bool                       `json:"blocking"`
-		PushV03           *TaskPushNotificationConfig `json:"pushNotificationConfig"`
-		PushSnake         *TaskPushNotificationConfig `json:"push_notification_config"`
-		TaskPushSnake     *TaskPushNotificationConfig `json:"task_push_notification_config"`
-		PushNotification  *TaskPushNotificationConfig `json:"pushNotification"`
-		ReturnImmediately *bool                       `json:"returnImmediately"`
+		Blocking          *bool                       `json:"blocking"`               // 0.3
+		PushV03           *TaskPushNotificationConfig `json:"pushNotificationConfig"` // 0.3
+		PushNotification  *TaskPushNotificationConfig `json:"pushNotification"`       // 0.2
+		ReturnImmediately *bool                       `json:"returnImmediately"`      // shadows plain's, to see it is set
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshalProto(b, "configuration", &w); err != nil {
 		return err
 	}
 	*c = SendMessageConfiguration(w.plain)
-	if c.AcceptedOutputModes == nil {
-		c.AcceptedOutputModes = w.AcceptedSnake
-	}
-	if c.HistoryLength == nil {
-		c.HistoryLength = w.HistorySnake
-	}
 	switch {
 	case w.ReturnImmediately != nil:
 		c.ReturnImmediately = *w.ReturnImmediately
-	case w.ReturnSnake != nil:
-		c.ReturnImmediately = *w.ReturnSnake
 	case w.Blocking != nil:
 		c.ReturnImmediately = !*w.Blocking
 	}
-	for _, p := range []*TaskPushNotificationConfig{w.PushV03, w.PushSnake, w.TaskPushSnake, w.PushNotification} {
+	for _, p := range []*TaskPushNotificationConfig{w.PushV03, w.PushNotification} {
 		if c.TaskPushNotificationConfig == nil && p != nil {
 			c.TaskPushNotificationConfig = p
 		}
@@ -187,62 +165,78 @@ func (c *SendMessageConfiguration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// UnmarshalJSON reads a push config with both token shapes and both
-// authentication shapes (1.0 scheme, 0.3 schemes list).
+// UnmarshalJSON reads a push config flat (1.0) or wrapped (0.3:
+// {taskId, pushNotificationConfig:{...}}).
 func (c *TaskPushNotificationConfig) UnmarshalJSON(b []byte) error {
 	type plain TaskPushNotificationConfig
 	var w struct {
 		plain
-		TaskIDSnake    string `json:"task_id"`
-		Authentication *struct {
-			Scheme      string   `json:"scheme"`
-			Schemes     []string `json:"schemes"`
-			Credentials string   `json:"credentials"`
-		} `json:"authentication"`
 		// 0.3 wraps the config: {taskId, pushNotificationConfig:{...}}.
 		Inner *TaskPushNotificationConfig `json:"pushNotificationConfig"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshalProto(b, "pushNotificationConfig", &w); err != nil {
 		return err
 	}
 	if w.Inner != nil {
 		*c = *w.Inner
-		c.TaskID = firstNonEmpty(w.TaskID, w.TaskIDSnake, c.TaskID)
+		c.TaskID = firstNonEmpty(w.TaskID, c.TaskID)
 		c.Tenant = firstNonEmpty(w.Tenant, c.Tenant)
 		return nil
 	}
 	*c = TaskPushNotificationConfig(w.plain)
-	c.TaskID = firstNonEmpty(c.TaskID, w.TaskIDSnake)
-	c.Authentication = nil
-	if a := w.Authentication; a != nil {
-		scheme := a.Scheme
-		if scheme == "" && len(a.Schemes) > 0 {
-			scheme = a.Schemes[0]
-		}
-		c.Authentication = &AuthenticationInfo{Scheme: scheme, Credentials: a.Credentials}
+	return nil
+}
+
+// UnmarshalJSON reads the 1.0 scheme and the 0.3 schemes list (whose first
+// entry becomes the scheme).
+func (a *AuthenticationInfo) UnmarshalJSON(b []byte) error {
+	type plain AuthenticationInfo
+	var w struct {
+		plain
+		Schemes []string `json:"schemes"` // 0.3
+	}
+	if err := unmarshalProto(b, "authentication", &w); err != nil {
+		return err
+	}
+	*a = AuthenticationInfo(w.plain)
+	if a.Scheme == "" && len(w.Schemes) > 0 {
+		a.Scheme = w.Schemes[0]
 	}
 	return nil
 }
 
+// ErrRoleRequired answers a send whose message has no role (or
+// ROLE_UNSPECIFIED): the field is required in 1.0 and in 0.3.
+var ErrRoleRequired = ErrInvalidParams.With(`Invalid parameters: message.role is required (ROLE_USER or ROLE_AGENT; "user" or "agent" in 0.3)`)
+
 // UnmarshalJSON reads 1.0 send params and 0.2 tasks/send params
-// (id + sessionId beside the message).
+// (id + sessionId beside the message). The message's role is required,
+// except in the 0.2 shape (told by its id beside the message), where a
+// missing role means user.
 func (r *SendMessageRequest) UnmarshalJSON(b []byte) error {
 	type plain SendMessageRequest
 	var w struct {
 		plain
-		ID                  string                      `json:"id"`
-		SessionID           string                      `json:"sessionId"`
-		AcceptedOutputModes []string                    `json:"acceptedOutputModes"`
-		HistoryLength       *int                        `json:"historyLength"`
-		PushNotification    *TaskPushNotificationConfig `json:"pushNotification"`
+		ID                  string                      `json:"id"`                  // 0.2
+		SessionID           string                      `json:"sessionId"`           // 0.2
+		AcceptedOutputModes []string                    `json:"acceptedOutputModes"` // 0.2
+		HistoryLength       *int                        `json:"historyLength"`       // 0.2
+		PushNotification    *TaskPushNotificationConfig `json:"pushNotification"`    // 0.2
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshalProto(b, "params", &w); err != nil {
 		return err
 	}
 	*r = SendMessageRequest(w.plain)
+	legacy := w.ID != "" || w.SessionID != ""
 	if r.Message != nil {
 		r.Message.TaskID = firstNonEmpty(r.Message.TaskID, w.ID)
 		r.Message.ContextID = firstNonEmpty(r.Message.ContextID, w.SessionID)
+		if r.Message.Role == "" || r.Message.Role == RoleUnspecified {
+			if !legacy {
+				return ErrRoleRequired
+			}
+			r.Message.Role = RoleUser
+		}
 	}
 	if w.AcceptedOutputModes != nil || w.HistoryLength != nil || w.PushNotification != nil {
 		if r.Configuration == nil {
@@ -261,55 +255,70 @@ func (r *SendMessageRequest) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// The types below have no other spelling than their proto one: their
+// decoders only add the proto field names.
+
 // UnmarshalJSON accepts historyLength and history_length.
 func (r *GetTaskRequest) UnmarshalJSON(b []byte) error {
 	type plain GetTaskRequest
-	var w struct {
-		plain
-		HistorySnake *int `json:"history_length"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*r = GetTaskRequest(w.plain)
-	if r.HistoryLength == nil {
-		r.HistoryLength = w.HistorySnake
-	}
-	return nil
+	return unmarshalProto(b, "params", (*plain)(r))
 }
 
-// UnmarshalJSON accepts the proto field names ProtoJSON parsers must also
-// accept (context_id, page_size, page_token, history_length,
-// status_timestamp_after, include_artifacts); the lowerCamelCase name wins
-// when both are present.
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (r *TaskIDRequest) UnmarshalJSON(b []byte) error {
+	type plain TaskIDRequest
+	return unmarshalProto(b, "params", (*plain)(r))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names (context_id,
+// page_size, page_token, history_length, status_timestamp_after,
+// include_artifacts).
 func (r *ListTasksRequest) UnmarshalJSON(b []byte) error {
 	type plain ListTasksRequest
-	var w struct {
-		plain
-		ContextIDSnake        string `json:"context_id"`
-		PageSizeSnake         *int   `json:"page_size"`
-		PageTokenSnake        string `json:"page_token"`
-		HistorySnake          *int   `json:"history_length"`
-		StatusTimestampSnake  string `json:"status_timestamp_after"`
-		IncludeArtifactsSnake *bool  `json:"include_artifacts"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*r = ListTasksRequest(w.plain)
-	r.ContextID = firstNonEmpty(r.ContextID, w.ContextIDSnake)
-	r.PageToken = firstNonEmpty(r.PageToken, w.PageTokenSnake)
-	r.StatusTimestampAfter = firstNonEmpty(r.StatusTimestampAfter, w.StatusTimestampSnake)
-	if r.PageSize == nil {
-		r.PageSize = w.PageSizeSnake
-	}
-	if r.HistoryLength == nil {
-		r.HistoryLength = w.HistorySnake
-	}
-	if r.IncludeArtifacts == nil {
-		r.IncludeArtifacts = w.IncludeArtifactsSnake
-	}
-	return nil
+	return unmarshalProto(b, "params", (*plain)(r))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (r *ListTasksResponse) UnmarshalJSON(b []byte) error {
+	type plain ListTasksResponse
+	return unmarshalProto(b, "result", (*plain)(r))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task
+	return unmarshalProto(b, "task", (*plain)(t))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (s *TaskStatus) UnmarshalJSON(b []byte) error {
+	type plain TaskStatus
+	return unmarshalProto(b, "status", (*plain)(s))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (a *Artifact) UnmarshalJSON(b []byte) error {
+	type plain Artifact
+	return unmarshalProto(b, "artifact", (*plain)(a))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (e *TaskStatusUpdateEvent) UnmarshalJSON(b []byte) error {
+	type plain TaskStatusUpdateEvent
+	return unmarshalProto(b, "statusUpdate", (*plain)(e))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names.
+func (e *TaskArtifactUpdateEvent) UnmarshalJSON(b []byte) error {
+	type plain TaskArtifactUpdateEvent
+	return unmarshalProto(b, "artifactUpdate", (*plain)(e))
+}
+
+// UnmarshalJSON accepts the JSON and the proto field names (status_update,
+// artifact_update).
+func (r *StreamResponse) UnmarshalJSON(b []byte) error {
+	type plain StreamResponse
+	return unmarshalProto(b, "result", (*plain)(r))
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -161,8 +161,8 @@ func TestMessageLenient(t *testing.T) {
 			Message{MessageID: "m", ContextID: "s", Role: RoleUser, Parts: []Part{TextPart("x")}}},
 		{"0.2 session_id", `{"messageId":"m","session_id":"s","role":"user","parts":[]}`,
 			Message{MessageID: "m", ContextID: "s", Role: RoleUser, Parts: []Part{}}},
-		{"camel wins over snake", `{"messageId":"a","message_id":"b","contextId":"c","sessionId":"s","taskId":"t","task_id":"u","referenceTaskIds":["x"],"reference_task_ids":["y"],"role":"user","parts":[]}`,
-			Message{MessageID: "a", ContextID: "c", TaskID: "t", Role: RoleUser, Parts: []Part{}, ReferenceTaskIDs: []string{"x"}}},
+		{"contextId beats sessionId", `{"messageId":"a","contextId":"c","sessionId":"s","role":"user","parts":[]}`,
+			Message{MessageID: "a", ContextID: "c", Role: RoleUser, Parts: []Part{}}},
 		{"contextId beats context_id beats sessionId", `{"messageId":"m","context_id":"cc","sessionId":"s","role":"user","parts":[]}`,
 			Message{MessageID: "m", ContextID: "cc", Role: RoleUser, Parts: []Part{}}},
 		{"numeric role", `{"messageId":"m","role":2,"parts":[]}`, Message{MessageID: "m", Role: RoleAgent, Parts: []Part{}}},
@@ -175,6 +175,7 @@ func TestMessageLenient(t *testing.T) {
 		})
 	}
 	var m Message
+	assert.Error(t, json.Unmarshal([]byte(`{"messageId":"a","message_id":"b","role":"user","parts":[]}`), &m), "one field spelled twice")
 	assert.Error(t, json.Unmarshal([]byte(`{"messageId":"m","role":"robot","parts":[]}`), &m))
 	assert.Error(t, json.Unmarshal([]byte(`{"messageId":1}`), &m))
 	assert.Error(t, json.Unmarshal([]byte(`"x"`), &m))
@@ -261,8 +262,6 @@ func TestSendMessageConfigurationLenient(t *testing.T) {
 		{"history zero is kept", `{"historyLength":0}`, SendMessageConfiguration{HistoryLength: intPtr(0)}},
 		{"returnImmediately beats blocking", `{"returnImmediately":false,"blocking":false}`, SendMessageConfiguration{ReturnImmediately: false}},
 		{"return_immediately beats blocking", `{"return_immediately":true,"blocking":true}`, SendMessageConfiguration{ReturnImmediately: true}},
-		{"camel beats snake", `{"acceptedOutputModes":["a"],"accepted_output_modes":["b"],"historyLength":1,"history_length":2}`,
-			SendMessageConfiguration{AcceptedOutputModes: []string{"a"}, HistoryLength: intPtr(1)}},
 		{"1.0 push beats 0.3 push", `{"taskPushNotificationConfig":{"url":"https://hook.test","token":"tok"},"pushNotificationConfig":{"url":"other"}}`,
 			SendMessageConfiguration{TaskPushNotificationConfig: push}},
 		{"empty", `{}`, SendMessageConfiguration{}},
@@ -383,7 +382,6 @@ func TestGetTaskRequestLenient(t *testing.T) {
 	}{
 		{`{"id":"t","historyLength":3}`, GetTaskRequest{ID: "t", HistoryLength: intPtr(3)}},
 		{`{"id":"t","history_length":3}`, GetTaskRequest{ID: "t", HistoryLength: intPtr(3)}},
-		{`{"id":"t","historyLength":1,"history_length":3}`, GetTaskRequest{ID: "t", HistoryLength: intPtr(1)}},
 		{`{"tenant":"a","id":"t","metadata":{}}`, GetTaskRequest{Tenant: "a", ID: "t"}},
 		{`{"id":"t"}`, GetTaskRequest{ID: "t"}},
 	}

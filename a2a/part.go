@@ -111,7 +111,7 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 		return p.unmarshalV03(b)
 	}
 	var w partV1
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshalProto(b, "part", &w); err != nil { // media_type too
 		return err
 	}
 	*p = Part{Filename: w.Filename, MediaType: w.MediaType, Metadata: w.Metadata}
