@@ -31,6 +31,9 @@ type call struct {
 	agent  string
 	pinned bool
 	owner  string
+	// routed is the task an unpinned call was routed to the agent of
+	// (routeByTask); loadTask uses it once instead of reading it again.
+	routed *bus.TaskRecord
 	log    *slog.Logger
 	// span is the call's server span (tracing.go).
 	span     trace.Span
@@ -119,8 +122,17 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 }
 
 // resolveAgent picks the agent a call addresses: the path's, else the
-// tenant param's, else the default agent. Sends need a live agent; task
-// calls only need a name to scope by.
+// tenant param's, else, for a call on a task (GetTask, CancelTask,
+// SubscribeToTask, the push-config methods, a send whose message names a
+// taskId) the agent of that task, else the default agent. Sends need a
+// live agent; task calls only need a name to scope by.
+//
+// Task ids are unique across the mesh, so the mesh endpoint (/a2a without
+// a tenant) finds a task whichever agent owns it; an endpoint that names
+// its agent (/agents/{name}, or the tenant field) sees only that agent's
+// tasks. The task must still belong to the caller: a task of another
+// principal leaves the call on the default agent, where the handler
+// answers "Task not found" as for any task it cannot see.
 func (e *Edge) resolveAgent(c *call) *a2a.Error {
 	if name := c.r.PathValue("name"); name != "" {
 		c.agent, c.pinned = name, true
@@ -135,6 +147,9 @@ func (e *Edge) resolveAgent(c *call) *a2a.Error {
 			c.agent, c.pinned = t.Tenant, true
 		} else {
 			c.agent = e.cfg.DefaultAgent
+			if err := e.routeByTask(c); err != nil {
+				return err
+			}
 		}
 	}
 	if c.agent != "" && !bus.ValidToken(c.agent) {
@@ -142,17 +157,87 @@ func (e *Edge) resolveAgent(c *call) *a2a.Error {
 	}
 	if c.op == a2a.OpSend || c.op == a2a.OpStream {
 		if c.agent == "" {
-			return a2a.ErrInvalidParams.With("no agent named: call /agents/{name} or set the tenant field")
+			return errNoDefaultAgent
 		}
 		if _, ok := e.reg.Lookup(c.agent); !ok {
 			if !e.reg.Loaded() {
 				// Not "unknown": this edge has not read the registry yet.
 				return errRegistryLoading
 			}
+			if !c.pinned && c.routed == nil {
+				return a2a.ErrInvalidParams.With("the default agent of this edge, %q, has no live worker: "+
+					"POST to /agents/<name> or name the agent in the tenant field (GET /agents lists the live agents)", c.agent)
+			}
 			return a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", c.agent)
 		}
 	}
 	return nil
+}
+
+// errNoDefaultAgent answers a send on the mesh endpoint of an edge run
+// without a default agent when it names no agent. It is -32602 (invalid
+// params), not -32601: the method exists and works once the agent is
+// named, by the tenant param or by the endpoint.
+var errNoDefaultAgent = a2a.ErrInvalidParams.With("this edge has no default agent: POST to /agents/<name>, " +
+	"or name the agent in the tenant field (GET /agents lists the live agents)")
+
+// routeByTask points an unpinned call on a task at the task's agent: it
+// reads the task the call names, and when the caller owns it, the call
+// addresses its agent (and the handler reuses the record). A task that
+// does not exist, or is another principal's, leaves the call as it was.
+func (e *Edge) routeByTask(c *call) *a2a.Error {
+	id := taskOfCall(c)
+	if id == "" || !bus.ValidToken(id) {
+		return nil
+	}
+	rec, err := e.readTask(c.r.Context(), id)
+	switch {
+	case errors.Is(err, bus.ErrTaskNotFound):
+		return nil
+	case err != nil:
+		return rpcError(err)
+	case rec.Owner != c.owner:
+		return nil
+	}
+	c.agent, c.routed = rec.Agent, rec
+	return nil
+}
+
+// taskOfCall is the id of the existing task a call is about ("" for none):
+// the task of GetTask, CancelTask, SubscribeToTask and the push-config
+// methods, and the taskId of a send's message. Params are decoded as
+// their handlers decode them (both protocol versions); a decode error is
+// left to the handler to report.
+func taskOfCall(c *call) string {
+	if len(c.req.Params) == 0 {
+		return ""
+	}
+	switch c.op {
+	case a2a.OpGet:
+		var p a2a.GetTaskRequest
+		_ = json.Unmarshal(c.req.Params, &p)
+		return p.ID
+	case a2a.OpCancel, a2a.OpSubscribe:
+		var p a2a.TaskIDRequest
+		_ = json.Unmarshal(c.req.Params, &p)
+		return p.ID
+	case a2a.OpPushSet:
+		var p a2a.TaskPushNotificationConfig
+		_ = json.Unmarshal(c.req.Params, &p)
+		return p.TaskID
+	case a2a.OpPushGet, a2a.OpPushList, a2a.OpPushDelete:
+		var p pushIDParams
+		_ = json.Unmarshal(c.req.Params, &p)
+		id, _ := p.ids()
+		return id
+	case a2a.OpSend, a2a.OpStream:
+		var p a2a.SendMessageRequest
+		if json.Unmarshal(c.req.Params, &p) != nil || p.Message == nil {
+			return ""
+		}
+		return p.Message.TaskID
+	}
+	return ""
 }
 
 func (e *Edge) dispatch(c *call) {
@@ -185,6 +270,13 @@ func (e *Edge) dispatch(c *call) {
 		err = a2a.ErrMethodNotFound
 	}
 	if errors.Is(err, errStreamStarted) {
+		return
+	}
+	if err != nil && c.r.Context().Err() != nil {
+		// The client went away (closed the connection, or its deadline
+		// passed): whatever failed failed for that, and no one reads an
+		// answer. Not an error of the edge.
+		c.log.Debug("client gone before the answer", "err", err)
 		return
 	}
 	if err != nil {
@@ -290,7 +382,15 @@ func (e *Edge) loadTask(ctx context.Context, c *call, id string) (*bus.TaskRecor
 	if id == "" {
 		return nil, a2a.ErrInvalidParams.With("Invalid parameters: id is required")
 	}
-	rec, err := e.readTask(ctx, id)
+	var (
+		rec *bus.TaskRecord
+		err error
+	)
+	if c.routed != nil && c.routed.Task.ID == id {
+		rec, c.routed = c.routed, nil // read by routeByTask an instant ago
+	} else {
+		rec, err = e.readTask(ctx, id)
+	}
 	if errors.Is(err, bus.ErrTaskNotFound) {
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
 	}

@@ -72,7 +72,8 @@ func (s *sseWriter) keepAlive() error {
 }
 
 // stream serves SendStreamingMessage / message/stream: the task first, then
-// its events until a final state.
+// its events until a final state. A retried send (same messageId) with
+// Last-Event-ID resumes after that event instead (see resume).
 func (e *Edge) stream(c *call) error {
 	ctx := c.r.Context()
 	p, err := e.plan(ctx, c)
@@ -81,33 +82,34 @@ func (e *Edge) stream(c *call) error {
 	}
 	c.log = c.log.With("task_id", p.rec.Task.ID, "context_id", p.rec.Task.ContextID)
 	c.taskTraced(p.rec)
-	after := p.rec.LastSeq
-	first := true
-	if p.replay {
-		if last, ok := lastEventID(c.r); ok {
-			after, first = last, false // a reconnect: resume after what it saw
-		}
-	}
 	if err := e.enqueue(ctx, c, p); err != nil {
 		return err
 	}
 	sw := newSSE(c)
-	if first {
-		t := p.rec.Task.WithHistory(p.historyLength())
-		if err := sw.event(p.rec.LastSeq, a2a.NewResult(c.req.ID, c.encodeEvent(&a2a.StreamResponse{Task: &t}))); err != nil {
-			return errStreamStarted
+	if p.replay {
+		after, ok, err := e.resumePoint(ctx, c, p.rec)
+		if err != nil {
+			return err
 		}
-		if p.rec.Task.Status.State.Final() {
+		if ok { // a reconnect: resume after what it saw
+			e.resume(ctx, c, sw, p.rec, after)
 			return errStreamStarted
 		}
 	}
-	e.pump(ctx, c, sw, p.rec.Task.ID, after)
+	t := p.rec.Task.WithHistory(p.historyLength())
+	if err := sw.event(p.rec.LastSeq, a2a.NewResult(c.req.ID, c.encodeEvent(&a2a.StreamResponse{Task: &t}))); err != nil {
+		return errStreamStarted
+	}
+	if p.rec.Task.Status.State.Final() {
+		return errStreamStarted
+	}
+	e.pump(ctx, c, sw, p.rec.Task.ID, p.rec.LastSeq, 0)
 	return errStreamStarted
 }
 
 // subscribe serves SubscribeToTask / tasks/resubscribe. With Last-Event-ID
-// it replays what the client missed, without the snapshot; otherwise it
-// sends the current task, then what follows.
+// it replays what the client missed, without the snapshot (see resume);
+// otherwise it sends the current task, then what follows.
 func (e *Edge) subscribe(c *call) error {
 	var p a2a.TaskIDRequest
 	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
@@ -120,36 +122,102 @@ func (e *Edge) subscribe(c *call) error {
 	}
 	c.log = c.log.With("task_id", rec.Task.ID)
 	sw := newSSE(c)
-	if last, ok := lastEventID(c.r); ok {
-		if last >= rec.LastSeq && rec.Task.Status.State.Terminal() {
-			sw.start() // nothing missed, nothing to come
-			return errStreamStarted
-		}
-		e.pump(ctx, c, sw, rec.Task.ID, last)
+	after, ok, err := e.resumePoint(ctx, c, rec)
+	if err != nil {
+		return err
+	}
+	if ok {
+		e.resume(ctx, c, sw, rec, after)
 		return errStreamStarted
 	}
 	if rec.Task.Status.State.Terminal() && c.version == a2a.V10 {
 		return a2a.ErrUnsupportedOperation.With("Task %s is in terminal state %s; there is nothing to subscribe to",
 			rec.Task.ID, a2a.StateV03(rec.Task.Status.State))
 	}
-	t := rec.Task
-	if err := sw.event(rec.LastSeq, a2a.NewResult(c.req.ID, c.encodeEvent(&a2a.StreamResponse{Task: &t}))); err != nil {
+	if err := e.snapshot(c, sw, rec); err != nil {
 		return errStreamStarted
 	}
 	if rec.Task.Status.State.Terminal() {
 		return errStreamStarted
 	}
-	e.pump(ctx, c, sw, rec.Task.ID, rec.LastSeq)
+	e.pump(ctx, c, sw, rec.Task.ID, rec.LastSeq, 0)
 	return errStreamStarted
 }
 
-func lastEventID(r *http.Request) (uint64, bool) {
-	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+// snapshot sends the task as it stands as one event, whose id is the
+// task's last event.
+func (e *Edge) snapshot(c *call, sw *sseWriter, rec *bus.TaskRecord) error {
+	t := rec.Task
+	return sw.event(rec.LastSeq, a2a.NewResult(c.req.ID, c.encodeEvent(&a2a.StreamResponse{Task: &t})))
+}
+
+// Event ids and Last-Event-ID. Every task's events are kept in one event
+// log shared by the whole mesh (a JetStream stream); an SSE event's id is
+// the position of its event in that log. The ids of one task's events
+// therefore grow but skip the positions of other tasks' events, and an id
+// means the same on every edge. The snapshot that opens a stream carries
+// the id of the task's last event at that moment.
+//
+// A client that reconnects sends the id of the last event it read as
+// Last-Event-ID, and gets the task's events after it, without a snapshot
+// first. The id must be one the task's stream carried (or 0: from the
+// task's start); anything else is answered with one error event, -32602:
+// an id that is not a decimal number, or a position that is not an event
+// of this task (another task's id, a number past the end of the log).
+// When the task is already at a final state (completed, failed, canceled,
+// rejected, or waiting for input) and nothing of it follows the id, the
+// stream has nothing to replay and nothing to wait for: it sends the task
+// as it stands (state, status message, artifacts) as its one event, with
+// the id of the task's last event, and ends.
+
+// resumePoint reads the call's Last-Event-ID for task rec: ok is false
+// when the request has none.
+func (e *Edge) resumePoint(ctx context.Context, c *call, rec *bus.TaskRecord) (after uint64, ok bool, err error) {
+	v := strings.TrimSpace(c.r.Header.Get("Last-Event-ID"))
 	if v == "" {
-		return 0, false
+		return 0, false, nil
 	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	return n, err == nil
+	n, perr := strconv.ParseUint(v, 10, 64)
+	if perr != nil {
+		return 0, false, a2a.ErrInvalidParams.With("Last-Event-ID %s is not an event id: ids are the decimal numbers "+
+			"on the stream's id: lines", quoteTrunc(v))
+	}
+	if n == 0 || n == rec.LastSeq {
+		return n, true, nil
+	}
+	if _, err := e.bus.EventAt(ctx, rec.Task.ID, n); err != nil {
+		if errors.Is(err, bus.ErrTaskNotFound) {
+			return 0, false, a2a.ErrInvalidParams.With("Last-Event-ID %d is not an event of task %s "+
+				"(event ids are positions in the mesh's shared event log; resume with an id this task's stream sent)",
+				n, rec.Task.ID)
+		}
+		return 0, false, err
+	}
+	return n, true, nil
+}
+
+// resume streams task rec's events after position after. A task at a
+// final state is replayed up to its last event; when none of them is for
+// the client (nothing after the id, or only history), the client gets the
+// task as it stands instead, so a resume never ends without an event.
+func (e *Edge) resume(ctx context.Context, c *call, sw *sseWriter, rec *bus.TaskRecord, after uint64) {
+	if after > rec.LastSeq {
+		// The task moved on since it was read: read it again.
+		if fresh, err := e.readTask(ctx, rec.Task.ID); err == nil {
+			rec = fresh
+		}
+	}
+	if !rec.Task.Status.State.Final() {
+		e.pump(ctx, c, sw, rec.Task.ID, after, 0)
+		return
+	}
+	sent := 0
+	if after < rec.LastSeq {
+		sent = e.pump(ctx, c, sw, rec.Task.ID, after, rec.LastSeq)
+	}
+	if sent == 0 && ctx.Err() == nil {
+		_ = e.snapshot(c, sw, rec)
+	}
 }
 
 // Streams through a failover. A stream reads the task's log with a bus
@@ -181,13 +249,15 @@ const (
 )
 
 // pump forwards the task's events after seq until a final state, the
-// client leaving, or the bus staying unavailable past the failover budget
-// (a -32000 frame).
-func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, after uint64) {
+// event at position stop (0: no such bound), the client leaving, or the
+// bus staying unavailable past the failover budget (a -32000 frame). It
+// returns how many events it sent.
+func (e *Edge) pump(ctx context.Context, c *call, sw *sseWriter, taskID string, after, stop uint64) int {
 	sw.start()
-	p := &streamPump{e: e, c: c, sw: sw, taskID: taskID, lastRead: after}
+	p := &streamPump{e: e, c: c, sw: sw, taskID: taskID, lastRead: after, stop: stop}
 	p.run(ctx)
 	p.closeReader()
+	return p.sent
 }
 
 type streamPump struct {
@@ -197,6 +267,8 @@ type streamPump struct {
 	taskID   string
 	r        *bus.EventFollower
 	lastRead uint64 // the last event read from the log (sent or skipped)
+	stop     uint64 // end after reading this event (0: at a final state only)
+	sent     int    // events sent
 	// outage is when the bus stopped answering this stream (zero: it
 	// answers); lastErr is what it said last.
 	outage  time.Time
@@ -256,20 +328,31 @@ func (p *streamPump) run(ctx context.Context) {
 			}
 			p.lastRead, p.quiet, p.behind = ev.Seq, time.Now(), 0
 			p.recovered()
-			if ev.Resp.Message != nil && ev.Resp.Message.Role == a2a.RoleUser {
-				continue // user turns are history, not stream items
-			}
-			if ev.Resp.Task != nil {
-				continue // the creation entry; a client starts from a snapshot
-			}
-			if err := p.sw.event(ev.Seq, a2a.NewResult(p.c.req.ID, p.c.encodeEvent(ev.Resp))); err != nil {
-				return
-			}
-			if su := ev.Resp.StatusUpdate; su != nil && su.Status.State.Final() {
+			if p.forward(ev) {
 				return
 			}
 		}
 	}
+}
+
+// forward sends one event read from the log to the client, unless it is
+// history; it reports whether the stream ends with it.
+func (p *streamPump) forward(ev bus.Event) (end bool) {
+	switch {
+	case ev.Resp.Message != nil && ev.Resp.Message.Role == a2a.RoleUser:
+		// user turns are history, not stream items
+	case ev.Resp.Task != nil:
+		// the creation entry; a client starts from a snapshot
+	default:
+		if err := p.sw.event(ev.Seq, a2a.NewResult(p.c.req.ID, p.c.encodeEvent(ev.Resp))); err != nil {
+			return true
+		}
+		p.sent++
+		if su := ev.Resp.StatusUpdate; su != nil && su.Status.State.Final() {
+			return true
+		}
+	}
+	return p.stop > 0 && ev.Seq >= p.stop
 }
 
 // open opens a reader after the last event read; it reports whether it
