@@ -308,6 +308,29 @@ type pushIDParams struct {
 	Metadata                 a2a.Metadata `json:"metadata,omitempty"`
 }
 
+// UnmarshalJSON reads each field under its JSON or its proto name
+// (task_id, page_size, ...), as for every request type.
+func (p *pushIDParams) UnmarshalJSON(b []byte) error {
+	type plain pushIDParams
+	return a2a.UnmarshalProtoJSON(b, "params", (*plain)(p))
+}
+
+// check refuses what the call's version requires and p lacks. In 1.0 the
+// task is always taskId (a 1.0 call without it must not be read as 0.3,
+// where "id" names the task), and get and delete name the config by id.
+func (p *pushIDParams) check(c *call) error {
+	if c.version != a2a.V10 {
+		return nil
+	}
+	if p.TaskID == "" {
+		return a2a.ErrInvalidParams.With("Invalid parameters: taskId is required")
+	}
+	if (c.op == a2a.OpPushGet || c.op == a2a.OpPushDelete) && p.ID == "" && p.PushNotificationConfigID == "" {
+		return a2a.ErrInvalidParams.With("Invalid parameters: id is required (the push notification config's id)")
+	}
+	return nil
+}
+
 // ids returns the task id and config id the params name.
 func (p *pushIDParams) ids() (taskID, configID string) {
 	if p.TaskID != "" { // 1.0: the config's own id is "id"
@@ -483,6 +506,9 @@ func (e *Edge) pushGet(c *call, st *pushState) (any, error) {
 	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
 		return nil, err
 	}
+	if err := p.check(c); err != nil {
+		return nil, err
+	}
 	taskID, configID := p.ids()
 	ctx := c.r.Context()
 	if _, err := e.loadTask(ctx, c, taskID); err != nil {
@@ -513,6 +539,9 @@ func (e *Edge) pushGet(c *call, st *pushState) (any, error) {
 func (e *Edge) pushList(c *call, st *pushState) (any, error) {
 	var p pushIDParams
 	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := p.check(c); err != nil {
 		return nil, err
 	}
 	taskID, _ := p.ids()
@@ -564,6 +593,9 @@ func (e *Edge) pushList(c *call, st *pushState) (any, error) {
 func (e *Edge) pushDelete(c *call, st *pushState) (any, error) {
 	var p pushIDParams
 	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := p.check(c); err != nil {
 		return nil, err
 	}
 	taskID, configID := p.ids()
