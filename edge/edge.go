@@ -35,6 +35,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// KeepAlive is the interval of SSE comment keep-alives (default 15s).
 	KeepAlive time.Duration
+	// BlockingTimeout bounds how long a blocking send waits for its task
+	// to settle (default DefaultBlockingTimeout, 60s; negative: no bound).
+	// Past it the call answers with the task as it stands, still queued
+	// or working, for the client to poll or subscribe to (send.go).
+	BlockingTimeout time.Duration
 	// CORSOrigins lists origins allowed to call from a browser ("*" for
 	// any); empty disables CORS.
 	CORSOrigins []string
@@ -89,6 +94,9 @@ func New(cfg Config) *Edge {
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.BlockingTimeout == 0 {
+		cfg.BlockingTimeout = DefaultBlockingTimeout
 	}
 	if cfg.MeshName == "" {
 		cfg.MeshName = "a2amesh"

@@ -307,7 +307,7 @@ func (e *Edge) send(c *call) (any, error) {
 		if err := e.enqueue(ctx, c, p); err != nil {
 			return nil, err
 		}
-		if rec, err = watch.Wait(ctx, rec); err != nil {
+		if rec, err = e.awaitSettle(ctx, c, watch, rec); err != nil {
 			return nil, err
 		}
 	}
@@ -316,6 +316,58 @@ func (e *Edge) send(c *call) (any, error) {
 		return t.ToV03(), nil
 	}
 	return &a2a.StreamResponse{Task: &t}, nil
+}
+
+// DefaultBlockingTimeout is how long a blocking send waits for its task
+// to settle unless Config.BlockingTimeout says otherwise. It is longer
+// than the registry's lost grace (30 s), so a send to an agent whose only
+// worker crashed and comes back within the grace still gets its answer in
+// the same call; and half the worker's default task timeout (120 s), so a
+// client learns well before that that its task is still queued or
+// working, instead of holding a connection for as long as the task might
+// take (or, for an agent with no worker left, for ever).
+const DefaultBlockingTimeout = 60 * time.Second
+
+// errBlockingBound is the cause of a blocking wait that reached
+// Config.BlockingTimeout.
+var errBlockingBound = errors.New("edge: blocking send reached its bound")
+
+// standsTimeout bounds the read of a task whose blocking wait ended.
+const standsTimeout = 5 * time.Second
+
+// awaitSettle waits until a blocking send's task settles, for at most
+// Config.BlockingTimeout. Past that it returns the task as it stands
+// (submitted when no worker took it, working when one is on it): a task
+// that has not settled is a valid answer to a send, and the client polls
+// it with GetTask or follows it with SubscribeToTask. The task is not
+// touched: it stays queued and runs when a worker takes it. When the
+// client goes away first, the wait ends with its context's error, as
+// before.
+func (e *Edge) awaitSettle(ctx context.Context, c *call, watch *bus.SettleWatch, rec *bus.TaskRecord) (*bus.TaskRecord, error) {
+	bound := e.cfg.BlockingTimeout
+	if bound < 0 {
+		return watch.Wait(ctx, rec)
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeoutCause(ctx, bound, errBlockingBound)
+	defer cancel()
+	settled, err := watch.Wait(wctx, rec)
+	if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(wctx), errBlockingBound) {
+		return settled, err
+	}
+	lctx, lcancel := context.WithTimeout(ctx, standsTimeout)
+	defer lcancel()
+	cur, lerr := e.bus.LoadTask(lctx, rec.Task.ID)
+	if lerr != nil {
+		// The task as last seen (its user turn recorded, not settled) is
+		// still a true answer; the client's GetTask reads it afresh.
+		c.log.Warn("blocking send reached its bound and the task could not be read again; answering it as last seen",
+			"err", lerr)
+		cur = rec
+	}
+	c.log.Info("blocking send answered before its task settled; the task stays queued and runs when a worker takes it",
+		"state", cur.Task.Status.State, "waited", time.Since(start).Round(time.Millisecond), "blocking_timeout", bound)
+	return cur, nil
 }
 
 // workMsgID is the Nats-Msg-Id of a turn's work item: the same for every
