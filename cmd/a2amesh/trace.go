@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,40 +12,65 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func init() {
-	register("trace", "print a trace tree from Jaeger's query API: a2amesh trace TRACE_ID|TASK_ID", runTrace)
+	register("trace", "print a trace tree from Jaeger's query API, by trace id or task id", runTrace)
 }
 
 // traceTaskAttr is the span attribute the mesh records a task's id under;
 // a task id is looked up by it.
 const traceTaskAttr = "a2a.task.id"
 
+// jaegerEnv names the Jaeger query URL; defaultJaegerURL is its default.
+const (
+	jaegerEnv        = "A2AMESH_JAEGER_URL"
+	defaultJaegerURL = "http://127.0.0.1:16686"
+)
+
+// traceWait is how long trace keeps asking for a trace Jaeger does not
+// have yet (the exporters send spans in batches, every few seconds), and
+// traceRetryEvery the pause between two asks.
+const (
+	traceWait       = 5 * time.Second
+	traceRetryEvery = 250 * time.Millisecond
+)
+
 var traceIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{16,32}$`)
 
-func runTrace(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
-	jaeger := fs.String("jaeger", envOr("A2AMESH_JAEGER_URL", "http://127.0.0.1:16686"), "Jaeger query URL (env A2AMESH_JAEGER_URL)")
-	lookback := fs.Duration("lookback", 24*time.Hour, "how far back to look for a task's trace")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+func runTrace(ctx context.Context, args []string) error { return traceCmd(ctx, args, os.Stdout) }
+
+func traceCmd(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlagSet("trace", "TRACE_ID|TASK_ID",
+		"Print a trace tree from Jaeger's query API, by trace id or task id.\n\n"+
+			"A trace id is 16 or 32 hex digits; anything else is taken as a task id and\n"+
+			"searched for as the span attribute "+traceTaskAttr+" in every a2amesh service.\n"+
+			"Right after a call Jaeger may not have the spans yet (they are exported in\n"+
+			"batches): a trace not found is asked for again every "+traceRetryEvery.String()+" for up to\n"+
+			"--wait before the command says it is not there.")
+	jaeger := fs.String("jaeger", envOr(jaegerEnv, defaultJaegerURL), "base URL of Jaeger's query API and UI (env "+jaegerEnv+")")
+	lookback := fs.Duration("lookback", 24*time.Hour, "how far back to search for a task id's trace (a trace id is fetched whatever its age)")
+	wait := fs.Duration("wait", traceWait, "keep asking for a trace that is not found yet for up to this long; 0: ask once")
+	if err := parseFlagsN(fs, args, 1, "one TRACE_ID or TASK_ID"); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: a2amesh trace [--jaeger URL] TRACE_ID|TASK_ID")
+	base := strings.TrimRight(strings.TrimSpace(*jaeger), "/")
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("invalid --jaeger %q: want e.g. %s", *jaeger, defaultJaegerURL)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	if *wait < 0 || *lookback <= 0 {
+		return errors.New("--wait must be 0 or more, --lookback more than 0")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second+*wait)
 	defer cancel()
-	jc := &jaegerClient{base: strings.TrimRight(*jaeger, "/"), hc: &http.Client{}}
-	tr, err := jc.find(ctx, fs.Arg(0), *lookback)
+	jc := &jaegerClient{base: base, hc: &http.Client{}}
+	tr, err := jc.findWaiting(ctx, fs.Arg(0), *lookback, *wait)
 	if err != nil {
 		return err
 	}
-	printTrace(os.Stdout, tr)
+	printTrace(out, tr)
 	return nil
 }
 
@@ -92,7 +116,15 @@ func (j *jaegerClient) get(ctx context.Context, path string, q url.Values, v any
 	}
 	resp, err := j.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("jaeger: %w", err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		why := err.Error()
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			why = "connection refused"
+		}
+		return &jaegerUnreachable{err: err, msg: fmt.Sprintf("cannot reach Jaeger at %s (%s): is it running? point --jaeger or %s at its query API (default %s)",
+			j.base, why, jaegerEnv, defaultJaegerURL)}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -109,6 +141,46 @@ func (j *jaegerClient) get(ctx context.Context, path string, q url.Values, v any
 }
 
 var errTraceNotFound = errors.New("trace not found")
+
+// jaegerUnreachable is a request to Jaeger that got no answer; it says
+// which URL was tried and how to change it.
+type jaegerUnreachable struct {
+	msg string
+	err error
+}
+
+func (e *jaegerUnreachable) Error() string { return e.msg }
+func (e *jaegerUnreachable) Unwrap() error { return e.err }
+
+// traceNotFound says which trace was not found; it is errTraceNotFound.
+type traceNotFound struct{ msg string }
+
+func (e traceNotFound) Error() string        { return e.msg }
+func (e traceNotFound) Is(target error) bool { return target == errTraceNotFound }
+
+// findWaiting is find, asked again every traceRetryEvery while the trace
+// is not found, for up to wait: spans reach Jaeger seconds after the call.
+func (j *jaegerClient) findWaiting(ctx context.Context, id string, lookback, wait time.Duration) (*jaegerTrace, error) {
+	deadline := time.Now().Add(wait)
+	for attempt := 0; ; attempt++ {
+		tr, err := j.find(ctx, id, lookback)
+		if err == nil || !errors.Is(err, errTraceNotFound) {
+			return tr, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 || attempt >= int(wait/traceRetryEvery)+1 {
+			if wait > 0 {
+				return nil, fmt.Errorf("%w (asked for %v; Jaeger may still be receiving the spans: try again, or raise --wait)", err, wait)
+			}
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(left, traceRetryEvery)):
+		}
+	}
+}
 
 // find returns the trace with id, or the trace of the task with id.
 func (j *jaegerClient) find(ctx context.Context, id string, lookback time.Duration) (*jaegerTrace, error) {
@@ -157,7 +229,7 @@ func (j *jaegerClient) find(ctx context.Context, id string, lookback time.Durati
 			}
 		}
 	}
-	return nil, fmt.Errorf("no trace with id or task id %s in Jaeger at %s", id, j.base)
+	return nil, traceNotFound{fmt.Sprintf("no trace with id or task id %s in Jaeger at %s", id, j.base)}
 }
 
 // printTrace writes the trace as an indented tree: each span with its

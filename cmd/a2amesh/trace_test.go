@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,4 +65,89 @@ func TestTraceTree(t *testing.T) {
 	}
 	_, err := jc.find(context.Background(), "no-such-task", time.Hour)
 	assert.ErrorContains(t, err, "no trace")
+}
+
+// A Jaeger that has not received the trace yet: it answers as fakeJaeger
+// only after notYet trace requests (by id, or a search) came back empty.
+func lateJaeger(t *testing.T, notYet int) (*httptest.Server, *atomic.Int32) {
+	full := fakeJaeger(t)
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/traces") && int(asked.Add(1)) <= notYet {
+			if r.URL.Path == "/api/traces" {
+				_, _ = w.Write([]byte(`{"data":[]}`))
+				return
+			}
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"data":null,"errors":[{"code":404,"msg":"trace not found"}]}`))
+			return
+		}
+		resp, err := http.Get(full.URL + r.URL.RequestURI())
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &asked
+}
+
+func TestTraceWaitsForLateSpans(t *testing.T) {
+	for _, id := range []string{"4bf92f3577b34da6a3ce929d0e0e4736", "task-1"} {
+		// A trace id is asked for directly and then searched for (2
+		// requests per round): 4 empty answers is two rounds.
+		srv, asked := lateJaeger(t, 4)
+		var out bytes.Buffer
+		start := time.Now()
+		err := traceCmd(context.Background(), []string{"--jaeger", srv.URL, id}, &out)
+		require.NoError(t, err, id)
+		assert.Contains(t, out.String(), "trace 4bf92f3577b34da6a3ce929d0e0e4736: 4 spans", id)
+		assert.Greater(t, int(asked.Load()), 4, id)
+		assert.Less(t, time.Since(start), traceWait, id)
+	}
+
+	// Still missing after --wait: not found, saying how long it asked.
+	srv, asked := lateJaeger(t, 1000)
+	start := time.Now()
+	err := traceCmd(context.Background(), []string{"--jaeger", srv.URL, "--wait", "600ms", "task-1"}, io.Discard)
+	require.ErrorIs(t, err, errTraceNotFound)
+	assert.ErrorContains(t, err, "no trace with id or task id task-1 in Jaeger at "+srv.URL)
+	assert.ErrorContains(t, err, "asked for 600ms")
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 600*time.Millisecond)
+	assert.Less(t, took, 3*time.Second)
+	assert.Greater(t, int(asked.Load()), 1)
+
+	// --wait 0 asks once.
+	srv, asked = lateJaeger(t, 1000)
+	err = traceCmd(context.Background(), []string{"--jaeger", srv.URL, "--wait", "0", "task-1"}, io.Discard)
+	require.ErrorIs(t, err, errTraceNotFound)
+	assert.EqualValues(t, 1, asked.Load())
+}
+
+func TestTraceJaegerUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	start := time.Now()
+	err = traceCmd(context.Background(), []string{"--jaeger", closed, "task-1"}, io.Discard)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Equal(t, "cannot reach Jaeger at "+closed+" (connection refused): is it running? point --jaeger or A2AMESH_JAEGER_URL at its query API (default http://127.0.0.1:16686)", err.Error())
+	assert.Less(t, time.Since(start), 2*time.Second, "an unreachable Jaeger is not waited for")
+
+	// The environment variable names it too.
+	t.Setenv(jaegerEnv, closed+"/")
+	err = traceCmd(context.Background(), []string{"4bf92f3577b34da6a3ce929d0e0e4736"}, io.Discard)
+	assert.ErrorContains(t, err, "cannot reach Jaeger at "+closed+" ")
+
+	for _, args := range [][]string{{}, {"a", "b"}, {"--jaeger", "localhost:16686", "x"}, {"--wait", "-1s", "x"}} {
+		err := traceCmd(context.Background(), args, io.Discard)
+		assert.Error(t, err, "%q", args)
+	}
 }

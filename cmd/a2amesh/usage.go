@@ -53,9 +53,21 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if parseHook != nil {
 		return parseHook(fs, args)
 	}
+	return parseFlagsN(fs, args, 0, "")
+}
+
+// parseFlagsN is parseFlags for a command taking exactly n arguments
+// after its flags, named what in the error when they are missing.
+func parseFlagsN(fs *flag.FlagSet, args []string, n int, what string) error {
 	err := fs.Parse(args)
-	if err == nil && fs.NArg() > 0 {
+	switch {
+	case err != nil:
+	case fs.NArg() > n && n == 0:
 		err = fmt.Errorf("unexpected arguments: %v", fs.Args())
+	case fs.NArg() > n:
+		err = fmt.Errorf("want %s, got %d arguments: %v", what, fs.NArg(), fs.Args())
+	case fs.NArg() < n:
+		err = fmt.Errorf("want %s", what)
 	}
 	switch {
 	case err == nil:
