@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,7 +21,7 @@ import (
 )
 
 func init() {
-	register("bench", "load-test message/send against echo, vs the a2a-go SDK server; 'bench scale', 'bench registry'", runBench)
+	register("bench", "load-test sends to echo vs the a2a-go SDK server; also bench scale, registry, chaos", runBench)
 }
 
 // maxBenchLevels bounds how many concurrency levels one run may ask for.
@@ -39,20 +38,28 @@ func runBench(ctx context.Context, args []string) error {
 			return runBenchChaos(ctx, args[1:])
 		}
 	}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	duration := fs.Duration("duration", 10*time.Second, "how long to load each server at each concurrency level")
-	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement")
-	levelsFlag := fs.String("concurrency", "1,16,64", "comma-separated numbers of concurrent clients")
-	url := fs.String("url", envOr("A2AMESH_BENCH_URL", ""), "bench an existing edge at this base URL instead of starting a dev mesh")
+	fs := newFlagSet("bench", "",
+		"Load-test sends to the echo agent, side by side with the a2a-go SDK's server.\n\n"+
+			"Starts a dev mesh in this process (or uses --url) and an a2a-go echo server on\n"+
+			"loopback, loads each with the same requests at every --concurrency level, and\n"+
+			"prints tasks/s, p50 and p99 latency and errors for both.\n\n"+
+			"Other benchmarks, each with its own -h:\n"+
+			"  a2amesh bench scale      throughput as workers are added to one agent\n"+
+			"  a2amesh bench registry   how long workers take to join and leave the registry\n"+
+			"  a2amesh bench chaos      faults under load, then a check of every task")
+	duration := fs.Duration("duration", 10*time.Second, fmt.Sprintf("how long to load each server at each concurrency level (at most %v)", bench.MaxDuration))
+	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement; 0: none")
+	levelsFlag := fs.String("concurrency", "1,16,64", fmt.Sprintf("comma-separated numbers of concurrent clients, each in [1, %d], at most %d levels", bench.MaxConcurrency, maxBenchLevels))
+	url := fs.String("url", "", "bench an existing mesh at this base URL (or an agent endpoint .../agents/NAME) instead of\nstarting a dev mesh (env A2AMESH_BENCH_URL; default: a dev mesh in this process)")
 	dataDir := fs.String("data", "", "dev mesh data directory (default: a temporary directory, removed afterwards)")
-	push := fs.Bool("push", true, "run the dev mesh with push delivery on, as the dev command does")
+	push := fs.Bool("push", true, "run the dev mesh with push delivery on, as the dev command does (--push=false: off)")
 	otlpSink := fs.Bool("otlp-sink", false, "trace the dev mesh, exporting over OTLP/HTTP to a receiver on loopback that counts and drops the spans (the cost of tracing, without a Jaeger)")
 	method := fs.String("method", bench.MethodSend03, `JSON-RPC method: "message/send" (0.3 body) or "SendMessage" (1.0 body); both servers get the same`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if *url == "" {
+		*url = os.Getenv("A2AMESH_BENCH_URL")
 	}
 	levels, err := parseLevels(*levelsFlag)
 	if err != nil {
@@ -232,20 +239,22 @@ func reportErrors(w io.Writer, who string, clients int, r bench.Result) {
 // runBenchScale measures how throughput grows with the workers of one agent
 // (bench.RunScale).
 func runBenchScale(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
-	workersFlag := fs.String("workers", "1,2,4", "comma-separated worker counts, each measured on a fresh mesh")
+	fs := newFlagSet("bench scale", "",
+		"Measure how throughput grows as workers are added to one agent.\n\n"+
+			"For each --workers count, starts a fresh mesh on loopback whose slow agent waits\n"+
+			"--work per task, loads it with --clients blocking senders, and prints tasks/s\n"+
+			"against the ideal, latency, in-flight counts and memory. Fails if a worker ever\n"+
+			"ran more tasks at once than its --concurrency.")
+	workersFlag := fs.String("workers", "1,2,4", fmt.Sprintf("comma-separated worker counts, each in [1, %d] and measured on a fresh mesh", bench.MaxScaleWorkers))
 	concurrency := fs.Int("concurrency", 8, "each worker's task limit (worker --concurrency)")
-	work := fs.Duration("work", 100*time.Millisecond, "how long the slow agent waits per task")
+	work := fs.Duration("work", 100*time.Millisecond, fmt.Sprintf("how long the slow agent waits per task (at most %v)", bench.MaxScaleWork))
 	clients := fs.Int("clients", 64, "concurrent clients, each with one blocking send in flight")
 	duration := fs.Duration("duration", 10*time.Second, "measurement per worker count")
-	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement; 0: none")
 	method := fs.String("method", bench.MethodSend10, `JSON-RPC method: "SendMessage" (1.0 body) or "message/send" (0.3 body)`)
-	edgeMode := fs.String("edge", "process", `"process": the edge runs as an 'a2amesh edge' process of this binary (its memory is measured); "inprocess": in the bench's process`)
-	if err := fs.Parse(args); err != nil {
+	edgeMode := fs.String("edge", "process", `"process": the edge runs as an 'a2amesh edge' process of this binary (its memory is measured);`+"\n"+`"inprocess": in the bench's process`)
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var edgeBin string
 	switch *edgeMode {
@@ -338,18 +347,19 @@ func parseList(flagName, s string, maxN int) ([]int, error) {
 // runBenchRegistry measures how long workers take to join and leave the
 // registry as the edges see it (bench.RunRegistry).
 func runBenchRegistry(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench registry", flag.ContinueOnError)
-	rounds := fs.Int("rounds", 20, "graceful rounds: start a worker, wait until it is listed, stop it, wait until it is gone")
-	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is listed, kill it, wait until its TTL drops it (default: as many as --rounds)")
-	mode := fs.String("mode", "process", `"process": 'a2amesh nats', 'a2amesh edge' and each worker are processes of this binary; "inprocess": embedded NATS, edge and agentrt.Workers in this process, each with its own NATS connection`)
+	fs := newFlagSet("bench registry", "",
+		"Measure how long workers take to join and leave the registry, as edges see it.\n\n"+
+			"Starts a mesh on loopback, then, round after round, starts a worker, waits until\n"+
+			"it is listed, stops it (or kills it, in crash rounds) and waits until it is gone;\n"+
+			"prints min, median, p90 and max of each step as a markdown table.")
+	rounds := fs.Int("rounds", 20, fmt.Sprintf("graceful rounds, in [0, %d]: start a worker, wait until it is listed, stop it, wait until it is gone", bench.MaxRegistryRounds))
+	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is listed, kill it, wait until its TTL drops it;\n-1: as many as --rounds")
+	mode := fs.String("mode", "process", `"process": 'a2amesh nats', 'a2amesh edge' and each worker are processes of this binary;`+"\n"+`"inprocess": embedded NATS, edge and agentrt.Workers in this process, each with its own NATS connection`)
 	agent := fs.String("agent", "echo", "built-in agent the workers run")
-	ttl := fs.Duration("ttl", 0, "registry TTL (--mode inprocess only; default the bus default)")
+	ttl := fs.Duration("ttl", 0, fmt.Sprintf("registry TTL, --mode inprocess only; 0: the bus default (%v)", bus.DefaultConfig.RegistryTTL))
 	bin := fs.String("bin", "", "a2amesh binary for --mode process (default: this one)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *crashRounds < 0 {
 		*crashRounds = *rounds
