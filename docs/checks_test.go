@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // examplesChecks says, for each example, what the text beside it says it
@@ -267,26 +266,22 @@ func examplesChecks() []*check {
 		}},
 
 		// docs/push.md: the receiver the example names gets the events.
-		{file: "docs/push.md", match: re(`"pushNotificationConfig"`), fn: func(t *testing.T, s *session, r result) {
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				tokens, bodies := s.push.received()
-				done := false
-				for i, b := range bodies {
-					if tokens[i] != "t-1" {
-						t.Fatalf("a delivery carried token %q, want t-1", tokens[i])
-					}
-					if bb, _ := json.Marshal(b); bytes.Contains(bb, []byte(`"completed"`)) {
-						done = true
-					}
-				}
-				if done {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the receiver got %d deliveries and no completed status in 20s", len(bodies))
-				}
-				time.Sleep(100 * time.Millisecond)
+		{file: "docs/push.md", match: re(`"token":"t-1"`), fn: func(t *testing.T, s *session, _ result) {
+			s.push.wait(t, "t-1", "")
+		}},
+		{file: "docs/push.md", match: re(`"method":"CreateTaskPushNotificationConfig"`), fn: func(t *testing.T, s *session, r result) {
+			if got := r.rpc["result"].(map[string]any)["taskId"]; got != s.vars["TASK_ID"] {
+				t.Errorf("the config is for task %v, want %s", got, s.vars["TASK_ID"])
+			}
+			s.push.wait(t, "t-2", "Bearer receiver-secret")
+		}},
+		{file: "docs/push.md", match: re(`"method":"ListTaskPushNotificationConfigs"`), fn: func(t *testing.T, _ *session, r result) {
+			configs, _ := r.rpc["result"].(map[string]any)["configs"].([]any)
+			if len(configs) != 1 {
+				t.Fatalf("want the one config, got %v", r.rpc["result"])
+			}
+			if b, _ := json.Marshal(configs[0]); bytes.Contains(b, []byte("receiver-secret")) {
+				t.Errorf("List returned the credentials: %s", b)
 			}
 		}},
 	}

@@ -708,9 +708,13 @@ func applyChecks(t *testing.T, s *session, c command, checks []*check, r result)
 
 // pushReceiver is the webhook the push example points at.
 type pushReceiver struct {
-	mu     sync.Mutex
-	tokens []string
-	bodies []map[string]any
+	mu         sync.Mutex
+	deliveries []delivery
+}
+
+type delivery struct {
+	token, authorization string
+	body                 []byte
 }
 
 func startPushReceiver(t *testing.T, port string) *pushReceiver {
@@ -721,11 +725,9 @@ func startPushReceiver(t *testing.T, port string) *pushReceiver {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		p.mu.Lock()
-		p.tokens = append(p.tokens, r.Header.Get("X-A2A-Notification-Token"))
-		p.bodies = append(p.bodies, body)
+		p.deliveries = append(p.deliveries, delivery{r.Header.Get("X-A2A-Notification-Token"), r.Header.Get("Authorization"), body})
 		p.mu.Unlock()
 	}), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
@@ -733,8 +735,32 @@ func startPushReceiver(t *testing.T, port string) *pushReceiver {
 	return p
 }
 
-func (p *pushReceiver) received() (tokens []string, bodies []map[string]any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.tokens...), append([]map[string]any(nil), p.bodies...)
+// wait waits up to 20 s for a delivery with token whose body carries the
+// completed state; authorization, when set, is the header every delivery
+// with that token must carry.
+func (p *pushReceiver) wait(t *testing.T, token, authorization string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p.mu.Lock()
+		ds := append([]delivery(nil), p.deliveries...)
+		p.mu.Unlock()
+		n := 0
+		for _, d := range ds {
+			if d.token != token {
+				continue
+			}
+			n++
+			if authorization != "" && d.authorization != authorization {
+				t.Fatalf("a delivery with token %s carried Authorization %q, want %q", token, d.authorization, authorization)
+			}
+			if bytes.Contains(d.body, []byte("COMPLETED")) || bytes.Contains(d.body, []byte(`"completed"`)) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver got %d deliveries with token %s and no completed status in 20s", n, token)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
