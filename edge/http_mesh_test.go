@@ -186,11 +186,20 @@ func rpcBody(t testing.TB, method string, params any) []byte {
 // one) and decodes the JSON answer.
 func (m *httpMesh) post(t testing.TB, path, method string, params any) *rpcResp {
 	t.Helper()
+	return m.postH(t, path, method, params, nil)
+}
+
+// postH is post with extra request headers.
+func (m *httpMesh) postH(t testing.TB, path, method string, params any, hdr map[string]string) *rpcResp {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, m.URL+path, bytes.NewReader(rpcBody(t, method, params)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if !strings.Contains(method, "/") {
 		req.Header.Set("A2A-Version", "1.0")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	resp, err := m.hc.Do(req)
 	require.NoError(t, err)
