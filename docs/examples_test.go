@@ -606,14 +606,28 @@ func runCommand(t *testing.T, s *session, c command, checks []*check) bool {
 
 func expectsFailure(command) bool { return false }
 
-// parseRPC reads a JSON-RPC answer or an SSE stream, and fails the test
-// on a JSON-RPC error (every example shows a call that works).
+// wantError is how an example says it shows an error: a comment
+// "→ error -32001".
+var wantError = regexp.MustCompile(`→ error (-\d+)`)
+
+// parseRPC reads a JSON-RPC answer or an SSE stream. It fails the test on
+// a JSON-RPC error, unless the example's comment says it shows that error.
 func parseRPC(t *testing.T, c command, r *result) {
 	t.Helper()
 	body := strings.TrimSpace(r.out)
 	if strings.HasPrefix(body, "{") {
 		if err := json.Unmarshal([]byte(body), &r.rpc); err != nil {
 			t.Fatalf("%s: answer is not JSON: %v\n%s", c, err, body)
+		}
+		if want := wantError.FindStringSubmatch(c.comment); want != nil {
+			e, _ := r.rpc["error"].(map[string]any)
+			if code, _ := e["code"].(float64); fmt.Sprint(int(code)) != want[1] {
+				t.Fatalf("%s: the text says error %s, the answer is %s", c, want[1], body)
+			}
+			if msg, _ := e["message"].(string); msg == "" {
+				t.Fatalf("%s: an error without a message: %s", c, body)
+			}
+			return
 		}
 		if e, ok := r.rpc["error"]; ok {
 			t.Fatalf("%s: JSON-RPC error %v", c, e)
