@@ -15,12 +15,14 @@ import (
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
+const devDesc = "run a whole mesh in one process: an embedded NATS server with JetStream, one edge and the built-in agents (the default command)"
+
 func init() {
-	register("dev", "run a whole mesh in one process: embedded NATS+JetStream, one edge, built-in agents (default)", runDev)
+	register("dev", devDesc, runDev)
 }
 
 func runDev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs := newFlagSet("dev", "", devDesc)
 	ef := addEdgeFlags(fs, "echo")
 	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh"), "directory for JetStream data (env A2AMESH_DATA)")
 	natsListen := fs.String("nats-listen", envOr("A2AMESH_NATS_LISTEN", ""), "also serve NATS clients at host:port, e.g. 127.0.0.1:4222 (env A2AMESH_NATS_LISTEN)")
@@ -30,13 +32,7 @@ func runDev(ctx context.Context, args []string) error {
 	maxTasks := fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed (env A2AMESH_MAX_TASKS)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
 	lf := addLogFlags(fs)
-	if parseHook != nil { // tests: check the flags only (roles.go)
-		return parseHook(fs, args)
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := lf.logger()
@@ -58,8 +54,13 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("a2amesh dev ready", "url", m.URL(), "data", *data)
-	fmt.Fprintf(os.Stderr, "\n  a2amesh is ready: %s\n  mesh card: %s/.well-known/agent-card.json\n  agents:    %s/agents\n\n", m.URL(), m.URL(), m.URL())
+	log.Info("a2amesh dev ready", "url", m.URL(), "data", *data,
+		"card", m.URL()+"/.well-known/agent-card.json", "agents", m.URL()+"/agents")
+	if !lf.json() {
+		// For people: the addresses to try. A JSON log has them in the
+		// record above and nothing else on stderr.
+		fmt.Fprintf(os.Stderr, "\n  a2amesh is ready: %s\n  mesh card: %s/.well-known/agent-card.json\n  agents:    %s/agents\n\n", m.URL(), m.URL(), m.URL())
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	m.Close()
@@ -85,6 +86,10 @@ func addLogFlags(fs *flag.FlagSet) logFlags {
 	}
 }
 
+// json reports whether the log is JSON: then nothing but JSON records may
+// go to stderr.
+func (f logFlags) json() bool { return strings.EqualFold(*f.format, "json") }
+
 // logger builds the process's logger on stderr. Lines about a task carry
 // task_id, and trace_id when tracing is on, so logs and traces meet.
 func (f logFlags) logger() *slog.Logger {
@@ -95,8 +100,8 @@ func (f logFlags) logger() *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	var log *slog.Logger
-	switch strings.ToLower(*f.format) {
-	case "json":
+	switch {
+	case f.json():
 		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	default:
 		log = slog.New(slog.NewTextHandler(os.Stderr, opts))

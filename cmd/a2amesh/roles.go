@@ -3,16 +3,21 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
@@ -28,14 +33,21 @@ import (
 // The fleet's roles as separate processes: a NATS+JetStream node, edges
 // and workers, which meet only on NATS and may start in any order.
 
+// One-line descriptions of the roles, for the command list and for -h.
+const (
+	natsDesc   = "run a NATS server with JetStream for the mesh: a single node, or one node of a cluster (--cluster, --routes)"
+	edgeDesc   = "run an HTTP edge: serves A2A JSON-RPC, SSE and agent cards on --listen, and carries calls to the workers over NATS"
+	workerDesc = "run a worker: one built-in agent (--agent), or a proxy to an A2A agent elsewhere (--proxy), taking its tasks from NATS"
+)
+
 func init() {
-	register("nats", "run a NATS+JetStream node (alone, or one of a cluster)", runNATS)
-	register("edge", "run an HTTP edge against NATS", runEdge)
-	register("worker", "run workers of one built-in agent, or a proxy to an A2A agent, against NATS", runWorker)
+	register("nats", natsDesc, runNATS)
+	register("edge", edgeDesc, runEdge)
+	register("worker", workerDesc, runWorker)
 }
 
 func runNATS(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
+	fs := newFlagSet("nats", "", natsDesc)
 	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh-nats"), "JetStream data directory (env A2AMESH_DATA)")
 	listen := fs.String("listen", envOr("A2AMESH_NATS_LISTEN", "127.0.0.1:4222"), "client address (env A2AMESH_NATS_LISTEN)")
 	name := fs.String("name", envOr("A2AMESH_NATS_NAME", ""), "server name; required in a cluster, distinct per node (env A2AMESH_NATS_NAME)")
@@ -130,20 +142,33 @@ func (f *natsFlags) check() error {
 }
 
 // openBus connects to NATS and opens the layout, retrying until NATS
-// answers (bus.Retry: backoff, and a log line saying what it waits for),
-// so roles can start in any order and ride out a failover at start-up. It
-// returns an error only for a NATS URL that cannot be used, or when ctx
-// ends.
-func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) (*bus.Bus, func(), error) {
+// answers, so roles can start in any order and ride out a failover at
+// start-up. While no NATS server can be reached it says so at once, with
+// the address and why (waitNATS); then bus.Retry waits for JetStream the
+// same way. status, when not nil, gets what it waits for at each step
+// (an edge's /healthz shows it). It returns an error only for a NATS URL
+// that cannot be used, or when ctx ends.
+func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, status func(string)) (*bus.Bus, func(), error) {
+	if status == nil {
+		status = func(string) {}
+	}
 	nc, err := bus.Dial(bus.DialConfig{URL: *f.url, Name: name, CredsFile: *f.creds, Token: *f.token,
 		CAFile: *f.ca, CertFile: *f.cert, KeyFile: *f.key})
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := waitNATS(ctx, nc, *f.url, log, status); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	status("waiting for JetStream at " + *f.url + ": opening the mesh's streams and buckets")
 	var b *bus.Bus
 	err = bus.Retry(ctx, log, "JetStream: the mesh's streams and buckets at "+*f.url, func(ctx context.Context) error {
 		var err error
 		b, err = bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
+		if err != nil {
+			status("waiting for JetStream at " + *f.url + ": " + err.Error())
+		}
 		return err
 	})
 	if err != nil {
@@ -153,6 +178,159 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) 
 	return b, func() { _ = nc.Drain() }, nil
 }
 
+// Waiting for a NATS server to accept the connection.
+const (
+	natsPollEvery  = 50 * time.Millisecond // how often the connection's state is read
+	natsProbeFirst = 250 * time.Millisecond
+	natsProbeMax   = 5 * time.Second
+	natsLogEvery   = 5 * time.Second // at most one "cannot reach" line per this
+	natsProbeDial  = 800 * time.Millisecond
+)
+
+// waitNATS waits until nc is connected (the client reconnects by itself;
+// bus.Dial asks it to). Until then it finds out why not, by dialing the
+// servers itself with backoff (250ms doubling to 5s), and logs
+// "cannot reach NATS at URL (why); retrying" at once and then at most
+// every 5s; status gets the same reason. It returns ctx's error when ctx
+// ends first.
+func waitNATS(ctx context.Context, nc *nats.Conn, urls string, log *slog.Logger, status func(string)) error {
+	if nc.IsConnected() {
+		return nil
+	}
+	start := time.Now()
+	var logged, nextProbe time.Time
+	probeEvery := natsProbeFirst
+	tick := time.NewTicker(natsPollEvery)
+	defer tick.Stop()
+	for {
+		if nc.IsConnected() {
+			if !logged.IsZero() {
+				log.Info("NATS reachable", "nats", urls, "waited_ms", time.Since(start).Milliseconds())
+			}
+			return nil
+		}
+		if nc.IsClosed() {
+			return fmt.Errorf("NATS connection to %s closed", urls)
+		}
+		if now := time.Now(); !now.Before(nextProbe) {
+			reason := natsUnreachable(ctx, nc, urls)
+			if nc.IsConnected() { // it connected while we probed
+				continue
+			}
+			status("waiting for NATS at " + urls + ": " + reason)
+			if logged.IsZero() || now.Sub(logged) >= natsLogEvery {
+				logged = now
+				log.Warn(fmt.Sprintf("cannot reach NATS at %s (%s); retrying", urls, reason),
+					"nats", urls, "reason", reason, "waited_ms", now.Sub(start).Milliseconds())
+			}
+			nextProbe = time.Now().Add(probeEvery)
+			probeEvery = min(2*probeEvery, natsProbeMax)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// natsUnreachable says why nc is not connected to any of urls: for a
+// server that cannot be dialed, the dial's error (connection refused, no
+// such host, timed out); for one that takes the TCP connection, the
+// client's last error (TLS, authorization) if it has one.
+func natsUnreachable(ctx context.Context, nc *nats.Conn, urls string) string {
+	var reasons []string
+	servers := splitList(urls)
+	for _, s := range servers {
+		addr, err := natsAddr(s)
+		if err != nil {
+			reasons = append(reasons, s+": "+err.Error())
+			continue
+		}
+		dctx, cancel := context.WithTimeout(ctx, natsProbeDial)
+		c, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+		cancel()
+		var why string
+		if err != nil {
+			why = dialReason(err)
+		} else {
+			_ = c.Close()
+			why = "the server takes TCP connections, but the NATS connection is not up"
+			if lerr := nc.LastError(); lerr != nil {
+				why += ": " + lerr.Error()
+			}
+		}
+		if len(servers) == 1 {
+			return why
+		}
+		reasons = append(reasons, s+": "+why)
+	}
+	return strings.Join(reasons, "; ")
+}
+
+// natsAddr is the host:port of a NATS server URL (nats://, tls://, or a
+// bare host[:port]; the port defaults to 4222).
+func natsAddr(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "nats://" + s
+	}
+	u, err := neturl.Parse(s)
+	if err != nil || u.Hostname() == "" {
+		return "", errors.New("not a NATS server URL")
+	}
+	port := u.Port()
+	if port == "" {
+		port = "4222"
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// dialReason is the short cause of a failed dial: "connection refused",
+// "no such host", "timed out".
+func dialReason(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return "no such host " + dns.Name
+		}
+		return "cannot resolve " + dns.Name + ": " + dns.Err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timed out"
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	return err.Error()
+}
+
+// startingHealth answers GET /healthz while the edge waits for NATS, with
+// 503 and what it waits for (the edge's own /healthz takes over once it is
+// built); everything else goes to next.
+type startingHealth struct {
+	next   http.Handler
+	opened *atomic.Bool
+	reason *atomic.Pointer[string]
+}
+
+func (h startingHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opened.Load() || r.URL.Path != "/healthz" || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	reason := "waiting for NATS"
+	if p := h.reason.Load(); p != nil {
+		reason = *p
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "starting", "waiting_for": []string{"NATS"}, "reason": reason})
+}
+
 // runEdge runs an edge. It listens at once, and serves /healthz (503 with
 // what it waits for until it is ready) from the start. Once the bus is
 // open it serves A2A calls: task calls at once, sends once its registry
@@ -160,7 +338,7 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger) 
 // meanwhile). Nothing NATS does ends it: only configuration errors (flags,
 // files, a busy port) do, and they are checked before it waits for NATS.
 func runEdge(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	fs := newFlagSet("edge", "", edgeDesc)
 	nf := addNATSFlags(fs)
 	ef := addEdgeFlags(fs, "")
 	lf := addLogFlags(fs)
@@ -190,6 +368,11 @@ func runEdge(ctx context.Context, args []string) error {
 	url := "http://" + ln.Addr().String()
 	gate := edge.NewGate()
 	srv := edge.NewServer(gate, log)
+	var opened atomic.Bool
+	var waiting atomic.Pointer[string]
+	setWaiting := func(s string) { waiting.Store(&s) }
+	setWaiting("waiting for NATS at " + *nf.url + ": connecting")
+	srv.Handler = startingHealth{next: srv.Handler, opened: &opened, reason: &waiting}
 	served := make(chan struct{})
 	var serveErr error
 	go func() { serveErr = srv.Serve(ln); close(served) }()
@@ -207,7 +390,7 @@ func runEdge(ctx context.Context, args []string) error {
 		return nil
 	}
 
-	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log)
+	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log, setWaiting)
 	if err != nil {
 		serr := stopServing()
 		if ctx.Err() != nil {
@@ -231,6 +414,7 @@ func runEdge(ctx context.Context, args []string) error {
 	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
 	e := edge.New(cfg)
 	gate.Open(e)
+	opened.Store(true)
 	started := make(chan error, 1)
 	wg.Add(1)
 	go func() {
@@ -287,7 +471,7 @@ func logReady(ctx context.Context, e *edge.Edge, url, natsURL string, log *slog.
 }
 
 func runWorker(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs := newFlagSet("worker", "", workerDesc)
 	nf := addNATSFlags(fs)
 	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask, upper, planner (delegates to echo and upper) or tck (env A2AMESH_AGENT)")
 	proxyURL := fs.String("proxy", envOr("A2AMESH_PROXY", ""), "forward tasks to the A2A agent at this URL (its base URL or card URL) instead of running a built-in agent (env A2AMESH_PROXY)")
@@ -335,7 +519,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
-	b, closeBus, err := nf.openBus(ctx, "a2amesh-worker-"+firstNonEmpty(*name, *agentName, "proxy"), log)
+	b, closeBus, err := nf.openBus(ctx, "a2amesh-worker-"+firstNonEmpty(*name, *agentName, "proxy"), log, nil)
 	if err != nil {
 		return err
 	}
