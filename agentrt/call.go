@@ -28,7 +28,61 @@ var (
 	// ErrNotContinuable: a message for an existing task that does not
 	// wait for input.
 	ErrNotContinuable = errors.New("agentrt: the task does not wait for input")
+	// ErrWaitExpired: Send stopped waiting for a called task that had not
+	// settled; the error is a *WaitError saying which task and how it
+	// stood.
+	ErrWaitExpired = errors.New("agentrt: the called agent's task did not settle in time")
 )
+
+// DefaultMaxWait is how long Mesh.Send waits for the called agent's task
+// when Mesh.MaxWait is zero and the caller's deadline is further away.
+// It is half a worker's default task timeout (120 s), so a caller whose
+// delegate is stuck (queued for an agent whose only worker crashed, say)
+// learns it with time left to fail its own task saying so; and it is
+// longer than the registry's lost grace (30 s), so a delegate whose worker
+// comes back within the grace still answers the same call.
+const DefaultMaxWait = 60 * time.Second
+
+// maxDeadlineReserve caps the share of the caller's remaining time that
+// Send leaves it after giving up (see Mesh.MaxWait).
+const maxDeadlineReserve = 5 * time.Second
+
+// WaitError is the error of a Send that stopped waiting for the called
+// agent's task before it settled. The task is left as it is: still queued
+// (it runs when a worker of the agent takes it) or still working. The
+// caller may fail its own task with the error's text, call Cancel on the
+// task, or carry on.
+type WaitError struct {
+	Agent  string
+	TaskID string
+	// State is the task's state when Send gave up (submitted: no worker
+	// has taken it; working: a worker has it and has not finished).
+	State a2a.TaskState
+	// Waited is how long Send ran, from its call.
+	Waited time.Duration
+	// Deadline is true when the caller's own deadline set the bound,
+	// false when Mesh.MaxWait (or DefaultMaxWait) did.
+	Deadline bool
+}
+
+func (e *WaitError) Error() string {
+	why := "the mesh's bound on waiting for a called agent"
+	if e.Deadline {
+		why = "the calling task's own deadline"
+	}
+	msg := fmt.Sprintf("agent %q did not settle task %s within %s (%s): it is still %s",
+		e.Agent, e.TaskID, e.Waited.Round(100*time.Millisecond), why, a2a.StateV03(e.State))
+	switch e.State {
+	case a2a.StateSubmitted:
+		msg += ", queued with no worker taking it (are the agent's workers down?)"
+	case a2a.StateWorking:
+		msg += ", its worker has not finished"
+	}
+	return msg
+}
+
+// Unwrap makes a WaitError match ErrWaitExpired.
+func (e *WaitError) Unwrap() error { return ErrWaitExpired }
 
 // Mesh calls other agents of the mesh straight through the bus: no HTTP
 // hop, no edge. Inside a run, use Request.Mesh: calls made with it carry
@@ -42,6 +96,12 @@ type Mesh struct {
 	parent *Request // nil outside a run
 	agent  string   // the calling agent
 	calls  atomic.Int64
+	// MaxWait bounds how long Send waits for the called agent's task to
+	// settle (0: DefaultMaxWait; negative: only ctx bounds it). When
+	// ctx's deadline comes sooner, Send gives up before it, leaving the
+	// caller a tenth of its remaining time (at most 5 s) to settle its
+	// own task. Set it before the first Send.
+	MaxWait time.Duration
 	// live tells whether an agent has a live worker (nil: read the
 	// registry bucket each time).
 	live func(ctx context.Context, agent string) (bool, error)
@@ -57,14 +117,21 @@ func (r *Request) Mesh() *Mesh { return r.mesh }
 // Send sends msg to agent and waits until the task it starts (or
 // continues, when msg.TaskID names a task that waits for input) settles:
 // completed, failed, canceled, rejected, or waiting for input. The
-// returned task holds the called agent's artifacts and final status. When
-// ctx ends first, Send returns ctx's error; if the calling task was
-// canceled or timed out, the called task is canceled too.
+// returned task holds the called agent's artifacts and final status.
+//
+// The wait is bounded (see MaxWait): past the bound Send returns a
+// *WaitError (errors.Is ErrWaitExpired) naming the agent, the task, its
+// state and the time waited, and leaves the task as it is. An agent with
+// no live worker (none, and none lost within the registry's grace) fails
+// at once with ErrUnknownAgent. When ctx ends first, Send returns ctx's
+// error; if the calling task was canceled or timed out, the called task
+// is canceled too.
 //
 // The call is traced: a client span under ctx's span, whose context rides
 // to the called agent's workers in the work item's traceparent header and
 // its a2a.trace metadata.
 func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a2a.Task, err error) {
+	start := time.Now()
 	ctx, span := startDelegate(ctx, agent)
 	defer func() { endDelegate(span, task, err) }()
 	if !bus.ValidToken(agent) {
@@ -116,14 +183,60 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 			return nil, err
 		}
 	}
-	settled, err := watch.Wait(ctx, rec)
+	wctx, stopWait, byDeadline := m.waitContext(ctx, start)
+	defer stopWait()
+	settled, err := watch.Wait(wctx, rec)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(wctx), ErrWaitExpired) {
+			return m.waitExpired(ctx, rec, start, byDeadline)
+		}
 		if cause := context.Cause(ctx); errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrTimedOut) {
 			m.cancel(id)
 		}
 		return nil, err
 	}
 	return &settled.Task, nil
+}
+
+// waitContext bounds Send's wait for the called task: MaxWait after start,
+// or earlier when ctx's deadline leaves less (byDeadline). The context
+// ends with cause ErrWaitExpired at the bound.
+func (m *Mesh) waitContext(ctx context.Context, start time.Time) (_ context.Context, stop context.CancelFunc, byDeadline bool) {
+	limit := m.MaxWait
+	if limit == 0 {
+		limit = DefaultMaxWait
+	}
+	var at time.Time
+	if limit > 0 {
+		at = start.Add(limit)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		reserve := max(0, min(time.Until(dl)/10, maxDeadlineReserve))
+		if early := dl.Add(-reserve); at.IsZero() || early.Before(at) {
+			at, byDeadline = early, true
+		}
+	}
+	if at.IsZero() {
+		return ctx, func() {}, false
+	}
+	wctx, stop := context.WithDeadlineCause(ctx, at, ErrWaitExpired)
+	return wctx, stop, byDeadline
+}
+
+// waitExpired answers a wait that reached its bound: a WaitError with the
+// task's state read afresh (as last seen if that read fails), or the task
+// if it settled just as the wait ended.
+func (m *Mesh) waitExpired(ctx context.Context, rec *bus.TaskRecord, start time.Time, byDeadline bool) (*a2a.Task, error) {
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	state := rec.Task.Status.State
+	if cur, err := m.b.LoadTask(lctx, rec.Task.ID); err == nil {
+		if cur.Task.Status.State.Final() {
+			return &cur.Task, nil
+		}
+		state = cur.Task.Status.State
+	}
+	return nil, &WaitError{Agent: rec.Agent, TaskID: rec.Task.ID, State: state, Waited: time.Since(start), Deadline: byDeadline}
 }
 
 // callID derives an id for the n-th call of this run to agent: the same on
@@ -147,17 +260,27 @@ func (m *Mesh) metadata() a2a.Metadata {
 	}}
 }
 
-func (m *Mesh) newTask(ctx context.Context, agent string, msg *a2a.Message) (*bus.TaskRecord, error) {
+// requireLive fails with ErrUnknownAgent when agent has no live worker
+// (none, and none lost within the registry's grace): a call to it would
+// only wait for its bound.
+func (m *Mesh) requireLive(ctx context.Context, agent string) error {
 	isLive := m.live
 	if isLive == nil {
 		isLive = func(ctx context.Context, agent string) (bool, error) { return registry.Live(ctx, m.b, agent) }
 	}
 	live, err := isLive(ctx, agent)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !live {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownAgent, agent)
+		return fmt.Errorf("%w: %s", ErrUnknownAgent, agent)
+	}
+	return nil
+}
+
+func (m *Mesh) newTask(ctx context.Context, agent string, msg *a2a.Message) (*bus.TaskRecord, error) {
+	if err := m.requireLive(ctx, agent); err != nil {
+		return nil, err
 	}
 	id := uuid.NewString()
 	owner := ""
@@ -206,6 +329,11 @@ func (m *Mesh) continueTask(ctx context.Context, msg *a2a.Message) (*bus.TaskRec
 			return rec, nil
 		}
 	}
+	if rec.Task.Status.State.Interrupted() {
+		if err := m.requireLive(ctx, rec.Agent); err != nil {
+			return nil, err
+		}
+	}
 	next, _, err := m.b.UpdateTask(ctx, msg.TaskID, rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
 		if !cur.Task.Status.State.Interrupted() {
 			return nil, fmt.Errorf("%w: task %s is %s", ErrNotContinuable, cur.Task.ID, a2a.StateV03(cur.Task.Status.State))
@@ -217,6 +345,26 @@ func (m *Mesh) continueTask(ctx context.Context, msg *a2a.Message) (*bus.TaskRec
 		return nil, fmt.Errorf("%w: task %s is %s", ErrNotContinuable, msg.TaskID, a2a.StateV03(next.Task.Status.State))
 	}
 	return next, err
+}
+
+// Cancel cancels a task this caller started (one a WaitError named, say),
+// saying why in reason; a task already ended is left as it is (no error).
+// Inside a run only the calling task's owner's tasks can be canceled.
+func (m *Mesh) Cancel(ctx context.Context, taskID, reason string) error {
+	rec, err := m.b.LoadTask(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if m.parent != nil && rec.Owner != m.parent.owner {
+		return bus.ErrTaskNotFound
+	}
+	if rec.Task.Status.State.Terminal() {
+		return nil
+	}
+	if _, err := m.b.CancelTask(ctx, taskID, rec, reason); err != nil && !errors.Is(err, bus.ErrTerminal) {
+		return err
+	}
+	return nil
 }
 
 // cancel cancels a called task whose caller gave up.
