@@ -2,26 +2,17 @@ package a2a
 
 import (
 	"encoding/json"
-	"os"
-	"regexp"
 	"sort"
-	"strings"
-	"sync"
 	"testing"
 
+	a2apbv1 "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Shared fixtures and helpers for the package's tests.
-
-// specDir holds the protocol specifications (outside the module).
-const (
-	specDir       = "../../shared/spec"
-	protoPath     = specDir + "/v1.0.1/a2a.proto"
-	schemaV03Path = specDir + "/v0.3.0/a2a.json"
-	specV10Path   = specDir + "/v1.0.1/specification.md"
-	specV03Path   = specDir + "/v0.3.0/specification.md"
-)
 
 func intPtr(i int) *int { return &i }
 
@@ -100,95 +91,76 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	return out
 }
 
-// protoMessage is what the tests need of one message of a2a.proto.
+// protoMessage is what the tests need of one message of the 1.0 a2a.proto.
 type protoMessage struct {
-	fields   map[string]bool // lowerCamel JSON names
-	required map[string]bool
+	fields   map[string]bool     // JSON (lowerCamel) names
+	required map[string]bool     // fields marked google.api.field_behavior REQUIRED
+	oneofs   map[string][]string // real (non-synthetic) oneof name -> member JSON names
 }
 
-var (
-	protoOnce sync.Once
-	protoMsgs map[string]protoMessage
-	protoErr  error
-)
+// protoMessages returns the top-level messages of a proto file descriptor
+// by name.
+func protoMessages(fd protoreflect.FileDescriptor) map[string]protoMessage {
+	out := map[string]protoMessage{}
+	for i := 0; i < fd.Messages().Len(); i++ {
+		md := fd.Messages().Get(i)
+		pm := protoMessage{fields: map[string]bool{}, required: map[string]bool{}, oneofs: map[string][]string{}}
+		for j := 0; j < md.Fields().Len(); j++ {
+			f := md.Fields().Get(j)
+			pm.fields[f.JSONName()] = true
+			if fieldRequired(f) {
+				pm.required[f.JSONName()] = true
+			}
+			if o := f.ContainingOneof(); o != nil && !o.IsSynthetic() {
+				pm.oneofs[string(o.Name())] = append(pm.oneofs[string(o.Name())], f.JSONName())
+			}
+		}
+		out[string(md.Name())] = pm
+	}
+	return out
+}
 
-var (
-	protoMsgStart = regexp.MustCompile(`^message (\w+) \{`)
-	protoField    = regexp.MustCompile(`^\s+(?:optional |repeated )?(?:map<[^>]+>|[\w.]+) (\w+) = \d+`)
-)
-
-func lowerCamel(s string) string {
-	parts := strings.Split(s, "_")
-	for i := 1; i < len(parts); i++ {
-		if parts[i] != "" {
-			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+func fieldRequired(f protoreflect.FieldDescriptor) bool {
+	fb, _ := proto.GetExtension(f.Options(), annotations.E_FieldBehavior).([]annotations.FieldBehavior)
+	for _, b := range fb {
+		if b == annotations.FieldBehavior_REQUIRED {
+			return true
 		}
 	}
-	return strings.Join(parts, "")
+	return false
 }
 
-// loadProto parses the field names of every top-level message in a2a.proto.
-func loadProto(t *testing.T) map[string]protoMessage {
+// protoV10 is the file descriptor of the 1.0 a2a.proto, as compiled into
+// the a2a-go v2 SDK's generated package (the tests' source of truth for
+// 1.0 method, field and enum names).
+func protoV10(t testing.TB) protoreflect.FileDescriptor {
 	t.Helper()
-	protoOnce.Do(func() {
-		b, err := os.ReadFile(protoPath)
-		if err != nil {
-			protoErr = err
-			return
-		}
-		protoMsgs = map[string]protoMessage{}
-		var cur string
-		depth := 0
-		for _, line := range strings.Split(string(b), "\n") {
-			if i := strings.Index(line, "//"); i >= 0 {
-				line = line[:i]
-			}
-			if depth == 0 {
-				if m := protoMsgStart.FindStringSubmatch(line); m != nil {
-					cur = m[1]
-					protoMsgs[cur] = protoMessage{fields: map[string]bool{}, required: map[string]bool{}}
-				}
-			}
-			if cur != "" && depth >= 1 {
-				if m := protoField.FindStringSubmatch(line); m != nil {
-					name := lowerCamel(m[1])
-					protoMsgs[cur].fields[name] = true
-					if strings.Contains(line, "REQUIRED") {
-						protoMsgs[cur].required[name] = true
-					}
-				}
-			}
-			depth += strings.Count(line, "{") - strings.Count(line, "}")
-			if depth == 0 {
-				cur = ""
-			}
-		}
-	})
-	require.NoError(t, protoErr)
-	require.NotEmpty(t, protoMsgs)
-	return protoMsgs
+	fd := a2apbv1.File_a2av1_proto
+	require.NotNil(t, fd)
+	require.Equal(t, protoreflect.FullName("lf.a2a.v1"), fd.Package(), "the 1.0 proto package")
+	require.Equal(t, 1, fd.Services().Len(), "one service in the 1.0 proto")
+	return fd
 }
 
-// schemaV03 loads the 0.3 JSON schema's definitions.
-func schemaV03(t *testing.T) map[string]struct {
-	Required []string `json:"required"`
-} {
+// loadProto returns the messages of the 1.0 a2a.proto.
+func loadProto(t testing.TB) map[string]protoMessage {
 	t.Helper()
-	b, err := os.ReadFile(schemaV03Path)
-	require.NoError(t, err)
-	var s struct {
-		Definitions map[string]struct {
-			Required []string `json:"required"`
-		} `json:"definitions"`
+	msgs := protoMessages(protoV10(t))
+	require.NotEmpty(t, msgs)
+	// The descriptor must carry the REQUIRED annotations, or every
+	// "required field" check below would pass vacuously.
+	require.True(t, msgs["Task"].required["id"] && msgs["Message"].required["role"], "the 1.0 descriptor lost its field_behavior annotations")
+	return msgs
+}
+
+// protoEnumValues returns the value names of a top-level enum of fd.
+func protoEnumValues(t testing.TB, fd protoreflect.FileDescriptor, name string) []string {
+	t.Helper()
+	ed := fd.Enums().ByName(protoreflect.Name(name))
+	require.NotNil(t, ed, "enum %s in %s", name, fd.Path())
+	var out []string
+	for i := 0; i < ed.Values().Len(); i++ {
+		out = append(out, string(ed.Values().Get(i).Name()))
 	}
-	require.NoError(t, json.Unmarshal(b, &s))
-	require.NotEmpty(t, s.Definitions)
-	return s.Definitions
-}
-
-func readProto(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(protoPath)
-	require.NoError(t, err)
-	return string(b)
+	return out
 }

@@ -56,25 +56,25 @@ func TestLookupMethod(t *testing.T) {
 	}
 }
 
-// Every 1.0 RPC of the proto service has a method entry.
+// Every 1.0 RPC of the proto service has a method entry, and every 1.0
+// method entry is an RPC of the service.
 func TestLookupMethodCoversProtoService(t *testing.T) {
-	proto := loadProto(t) // ensures the file is readable
-	require.NotEmpty(t, proto)
-	b := readProto(t)
-	n := 0
-	for _, line := range strings.Split(b, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "rpc ") {
-			continue
-		}
-		name := strings.Fields(strings.TrimPrefix(line, "rpc "))[0]
-		name = name[:strings.Index(name+"(", "(")]
-		_, v, ok := LookupMethod(name)
+	svc := protoV10(t).Services().Get(0)
+	rpcs := map[string]bool{}
+	for i := 0; i < svc.Methods().Len(); i++ {
+		name := string(svc.Methods().Get(i).Name())
+		rpcs[name] = true
+		op, v, ok := LookupMethod(name)
 		assert.True(t, ok, "rpc %s has no method entry", name)
 		assert.Equal(t, V10, v, name)
-		n++
+		assert.Equal(t, op.Streaming(), svc.Methods().Get(i).IsStreamingServer(), "rpc %s: streaming", name)
 	}
-	assert.GreaterOrEqual(t, n, 11)
+	assert.GreaterOrEqual(t, len(rpcs), 11)
+	for name, m := range methods {
+		if m.version == V10 {
+			assert.True(t, rpcs[name], "method %s is not an rpc of %s", name, svc.FullName())
+		}
+	}
 }
 
 func TestOpStreaming(t *testing.T) {

@@ -233,9 +233,14 @@ func TestPushConfigToV03(t *testing.T) {
 
 // --- 0.3 JSON schema conformance ---------------------------------------
 
+// schemaV03Path is the project's own model of the 0.3 JSON-RPC objects
+// (see TestV03SchemaMatchesReference for what keeps it honest).
+const schemaV03Path = "testdata/v03/schema.json"
+
 // schemaValidator checks a JSON value against the subset of JSON Schema the
-// 0.3 schema uses: $ref, type, const, enum, required, properties,
-// additionalProperties (as a schema), items, anyOf.
+// 0.3 model uses: $ref, type, const, enum, required, properties,
+// additionalProperties (a schema, or false for a closed object), items,
+// anyOf.
 type schemaValidator struct {
 	defs map[string]any
 }
@@ -250,6 +255,29 @@ func newSchemaValidator(t testing.TB) *schemaValidator {
 	require.NoError(t, json.Unmarshal(b, &s))
 	require.NotEmpty(t, s.Definitions)
 	return &schemaValidator{defs: s.Definitions}
+}
+
+// def returns a definition (fails the test if it is not there).
+func (v *schemaValidator) def(t testing.TB, name string) map[string]any {
+	t.Helper()
+	d, ok := v.defs[name].(map[string]any)
+	require.True(t, ok, "0.3 model has no definition %s", name)
+	return d
+}
+
+// required returns the required property names of a definition.
+func (v *schemaValidator) required(t testing.TB, name string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range asSlice(v.def(t, name)["required"]) {
+		out = append(out, r.(string))
+	}
+	return out
+}
+
+func asSlice(x any) []any {
+	s, _ := x.([]any)
+	return s
 }
 
 func (v *schemaValidator) validateDef(name string, val any) []string {
@@ -348,6 +376,8 @@ func (v *schemaValidator) validate(schema map[string]any, val any, path string) 
 				errs = append(errs, v.validate(ps, fv, path+"."+k)...)
 			} else if ap, ok := schema["additionalProperties"].(map[string]any); ok {
 				errs = append(errs, v.validate(ap, fv, path+"."+k)...)
+			} else if schema["additionalProperties"] == false {
+				errs = append(errs, fmt.Sprintf("%s: unexpected property %q", path, k))
 			}
 		}
 	}
@@ -394,6 +424,12 @@ func TestSchemaValidatorRejects(t *testing.T) {
 		{"FilePart", `{"kind":"file","file":{"name":"x"}}`},
 		{"DataPart", `{"kind":"data","data":[1]}`},
 		{"AgentCard", `{"name":"n"}`},
+		// Closed objects: a 1.0 member in a 0.3 object is an error.
+		{"Task", `{"kind":"task","id":"t","contextId":"c","status":{"state":"working"},"tenant":"x"}`},
+		{"TextPart", `{"kind":"text","text":"x","mediaType":"text/plain"}`},
+		{"Message", `{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"file","file":{"uri":"u","filename":"f"}}]}`},
+		{"FilePart", `{"kind":"file","file":{"uri":"u","bytes":"eA=="}}`},
+		{"TaskPushNotificationConfig", `{"taskId":"t","pushNotificationConfig":{"url":"u","authentication":{"scheme":"Bearer"}}}`},
 	}
 	for _, tc := range bad {
 		assert.NotEmpty(t, v.validateDef(tc.def, decodeGeneric(t, []byte(tc.val))), "%s %s should be rejected", tc.def, tc.val)
@@ -404,9 +440,8 @@ func TestSchemaValidatorRejects(t *testing.T) {
 
 func TestV03SchemaConformance(t *testing.T) {
 	v := newSchemaValidator(t)
-	defs := schemaV03(t)
 	for _, name := range []string{"TaskStatusUpdateEvent", "TaskArtifactUpdateEvent", "Task", "Message", "TextPart", "FilePart", "DataPart", "AgentCard"} {
-		require.NotEmpty(t, defs[name].Required, "schema lists required fields for %s", name)
+		require.NotEmpty(t, v.required(t, name), "the 0.3 model lists required fields for %s", name)
 	}
 
 	task := sampleTask()
@@ -464,7 +499,7 @@ func TestV03SchemaConformance(t *testing.T) {
 			// Explicit required-list check against the marshalled keys...
 			obj, ok := g.(map[string]any)
 			require.True(t, ok)
-			for _, r := range defs[tc.def].Required {
+			for _, r := range v.required(t, tc.def) {
 				assert.Contains(t, obj, r, "%s: required field %q missing", tc.def, r)
 			}
 			// ...and the full recursive check (nested parts, messages, artifacts, enums, kinds).
