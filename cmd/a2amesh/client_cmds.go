@@ -552,7 +552,7 @@ func cliGet(c *cli, ctx context.Context, args []string) error {
 			"With --history N, also its last N history messages. Without --agent the task\n"+
 			"is looked up at the mesh endpoint <url>/a2a, whatever agent it belongs to.", "", taskAgentHelp)
 	history := f.fs.Int("history", -1,
-		"print the task's last N history messages; 0 prints none; -1 leaves history\nout of the request and the output")
+		"print the task's last N history messages; 0: none; -1: leave history out of\nthe request and the output")
 	pos, done, err := c.parse(f, args)
 	if done || err != nil {
 		return err

@@ -38,7 +38,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].help)
 	}
-	fmt.Fprintf(w, "  %-8s %s\n", "help", "print this list")
+	fmt.Fprintf(w, "  %-8s %s\n", "help", "print this list; 'help COMMAND' prints that command's flags")
 	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the module version and VCS revision")
 	fmt.Fprintln(w, "\nWith no command, a2amesh runs dev. Run 'a2amesh <command> -h' for a command's flags.")
 }
@@ -53,6 +53,15 @@ func main() {
 	}
 	switch name {
 	case "help", "-h", "--help", "-help":
+		if name == "help" && len(args) > 0 { // help CMD: CMD's -h
+			if _, ok := commands[args[0]]; ok {
+				name, args = args[0], append(args[1:len(args):len(args)], "-h")
+				break
+			}
+			fmt.Fprintf(os.Stderr, "a2amesh help: unknown command %q\n\n", args[0])
+			usage(os.Stderr)
+			os.Exit(2)
+		}
 		usage(os.Stdout)
 		return
 	case "version", "--version", "-version":

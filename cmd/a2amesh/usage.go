@@ -97,6 +97,12 @@ func version() string {
 	if !ok {
 		return "a2amesh (no build info)"
 	}
+	return versionOf(bi)
+}
+
+// versionOf formats what bi says of the build: "a2amesh VERSION [revision
+// REV [(modified)] [(TIME)]] GOVERSION".
+func versionOf(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
