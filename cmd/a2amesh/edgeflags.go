@@ -25,6 +25,7 @@ type edgeFlags struct {
 	push                                  *pushFlags
 	metrics                               *bool
 	lostGrace                             *time.Duration
+	blockingTimeout                       *time.Duration
 }
 
 // pushFlags configure push-notification delivery.
@@ -78,11 +79,12 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		// auth every client behind one NAT, proxy or ingress is one IP and
 		// would share one bucket, and load tests (bench) drive an edge from
 		// one host; the rate a principal deserves is the operator's call.
-		rateLimit: fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
-		rateBurst: fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
-		push:      addPushFlags(fs),
-		lostGrace: fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop (crashed, or cut off with a NATS node): sends wait in its queue instead of failing with unknown agent; 0 turns it off (env A2AMESH_LOST_GRACE)"),
-		metrics:   fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
+		rateLimit:       fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
+		rateBurst:       fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
+		push:            addPushFlags(fs),
+		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop (crashed, or cut off with a NATS node): sends wait in its queue instead of failing with unknown agent; 0 turns it off (env A2AMESH_LOST_GRACE)"),
+		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
+		metrics:         fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
 }
 
@@ -97,6 +99,10 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	}
 	if c.IdempotencyWindow <= 0 {
 		c.IdempotencyWindow = -1 // off
+	}
+	c.BlockingTimeout = *f.blockingTimeout
+	if c.BlockingTimeout <= 0 {
+		c.BlockingTimeout = -1 // no bound
 	}
 	if *f.cors != "" {
 		c.CORSOrigins = strings.Split(*f.cors, ",")
