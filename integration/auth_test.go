@@ -3,14 +3,18 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"regexp"
+	"reflect"
 	"strings"
 	"testing"
 
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2apbv1 "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
@@ -96,6 +100,7 @@ func TestAuthCardDeclaresSchemes(t *testing.T) {
 		for k := range inner {
 			assert.Truef(t, proto[msg][k], "scheme %s: %s has no field %s in a2a.proto", name, msg, k)
 		}
+		requireProtoJSON(t, msg, s[oneof[0]])
 		// 0.3: the OpenAPI-style fields the schema requires.
 		var v03 map[string]any
 		b, _ := json.Marshal(s)
@@ -118,6 +123,13 @@ func TestAuthCardDeclaresSchemes(t *testing.T) {
 	}
 	assert.True(t, sawAPIKey && sawBearer)
 	require.Len(t, card.SecurityReqs, 2)
+	var rawReqs struct {
+		SecurityReqs []json.RawMessage `json:"securityRequirements"`
+	}
+	require.NoError(t, json.Unmarshal(body, &rawReqs))
+	for _, r := range rawReqs.SecurityReqs {
+		requireProtoJSON(t, "SecurityRequirement", r)
+	}
 	for _, r := range card.SecurityReqs {
 		require.Len(t, r, 1)
 		for field, schemes := range r {
@@ -212,76 +224,80 @@ func (m *rawMesh) postBody401(t *testing.T, path, body string, hdr map[string]st
 	return resp
 }
 
-// protoFields returns the JSON field names of the named messages of the
-// 1.0 a2a.proto.
+// protoFields returns the JSON field names (oneof members included) of
+// the named messages of the 1.0 a2a.proto, read from the descriptor
+// compiled into a2a-go v2's a2apb/v1.
 func protoFields(t *testing.T, names ...string) map[string]map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile("../../shared/spec/v1.0.1/a2a.proto")
-	require.NoError(t, err)
+	fd := a2apbv1.File_a2av1_proto
+	require.NotNil(t, fd)
 	out := map[string]map[string]bool{}
-	field := regexp.MustCompile(`^\s+(?:optional |repeated )?(?:map<[^>]+>|[\w.]+) (\w+) = \d+`)
 	for _, name := range names {
-		start := strings.Index(string(b), "\nmessage "+name+" {")
-		require.GreaterOrEqualf(t, start, 0, "message %s in a2a.proto", name)
+		md := fd.Messages().ByName(protoreflect.Name(name))
+		require.NotNilf(t, md, "message %s in the 1.0 proto", name)
 		out[name] = map[string]bool{}
-		depth := 0
-		for _, line := range strings.Split(string(b[start+1:]), "\n") {
-			if i := strings.Index(line, "//"); i >= 0 {
-				line = line[:i]
-			}
-			if m := field.FindStringSubmatch(line); m != nil && depth >= 1 { // oneof members sit one deeper
-				parts := strings.Split(m[1], "_")
-				for i := 1; i < len(parts); i++ {
-					parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
-				}
-				out[name][strings.Join(parts, "")] = true
-			}
-			depth += strings.Count(line, "{") - strings.Count(line, "}")
-			if depth == 0 && strings.Contains(line, "}") {
-				break
-			}
+		for i := 0; i < md.Fields().Len(); i++ {
+			out[name][md.Fields().Get(i).JSONName()] = true
 		}
 		require.NotEmptyf(t, out[name], "fields of %s", name)
 	}
 	return out
 }
 
-// requireSchemaFields checks obj has the fields the 0.3 JSON schema
-// requires of definition def, with the schema's enum and const values.
+// requireProtoJSON checks b parses strictly (no unknown field, right
+// types) as the named message of the 1.0 proto.
+func requireProtoJSON(t *testing.T, msg string, b []byte) {
+	t.Helper()
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(a2apbv1.File_a2av1_proto.Package().Append(protoreflect.Name(msg)))
+	require.NoError(t, err, msg)
+	require.NoErrorf(t, protojson.Unmarshal(b, mt.New().Interface()), "as 1.0 %s: %s", msg, b)
+}
+
+// v03SchemeTypes are the 0.3 reference SDK's (a2a-go v0.3) types of the
+// security schemes the mesh declares.
+var v03SchemeTypes = map[string]any{
+	"APIKeySecurityScheme":   a2a03.APIKeySecurityScheme{},
+	"HTTPAuthSecurityScheme": a2a03.HTTPAuthSecurityScheme{},
+}
+
+// requireSchemaFields checks obj against the 0.3 shape of definition def,
+// as the 0.3 reference SDK has it: the fields it requires (json tags
+// without omitempty), string fields as strings, the "type" discriminator
+// it writes, and the apiKey locations it knows.
 func requireSchemaFields(t *testing.T, def string, obj map[string]any) {
 	t.Helper()
-	b, err := os.ReadFile("../../shared/spec/v0.3.0/a2a.json")
-	require.NoError(t, err)
-	var s struct {
-		Definitions map[string]struct {
-			Required   []string `json:"required"`
-			Properties map[string]struct {
-				Type  any   `json:"type"`
-				Enum  []any `json:"enum"`
-				Const any   `json:"const"`
-			} `json:"properties"`
-		} `json:"definitions"`
-	}
-	require.NoError(t, json.Unmarshal(b, &s))
-	d, ok := s.Definitions[def]
+	ref, ok := v03SchemeTypes[def]
 	require.True(t, ok, def)
-	for _, f := range d.Required {
-		assert.Containsf(t, obj, f, "%s requires %s", def, f)
-	}
-	for name, prop := range d.Properties {
-		v, ok := obj[name]
-		if !ok {
-			continue
+	rt := reflect.TypeOf(ref)
+	for i := 0; i < rt.NumField(); i++ {
+		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		v, present := obj[name]
+		if !strings.Contains(opts, "omitempty") {
+			assert.Containsf(t, obj, name, "%s requires %s", def, name)
 		}
-		if prop.Type == any("string") {
-			str, isStr := v.(string)
-			require.Truef(t, isStr, "%s.%s must be a string", def, name)
-			if prop.Const != nil {
-				assert.Equal(t, prop.Const, str, "%s.%s", def, name)
-			}
-			if len(prop.Enum) > 0 {
-				assert.Contains(t, prop.Enum, any(str), "%s.%s", def, name)
-			}
+		if present && rt.Field(i).Type.Kind() == reflect.String {
+			_, isStr := v.(string)
+			assert.Truef(t, isStr, "%s.%s must be a string", def, name)
 		}
 	}
+	b, err := json.Marshal(ref)
+	require.NoError(t, err)
+	var zero map[string]any
+	require.NoError(t, json.Unmarshal(b, &zero))
+	require.NotEmpty(t, zero["type"], "the reference SDK writes a type for %s", def)
+	assert.Equal(t, zero["type"], obj["type"], "%s.type", def)
+	if in, ok := obj["in"]; ok {
+		assert.Contains(t, []any{string(a2a03.APIKeySecuritySchemeInHeader), string(a2a03.APIKeySecuritySchemeInQuery), string(a2a03.APIKeySecuritySchemeInCookie)}, in, "%s.in", def)
+	}
+	// And the reference SDK reads it as that scheme.
+	var named a2a03.NamedSecuritySchemes
+	require.NoError(t, json.Unmarshal(mustJSON(t, map[string]any{"s": obj}), &named))
+	assert.IsType(t, ref, named["s"], "the 0.3 reference SDK reads a %s", def)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }
