@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -373,4 +374,38 @@ func TestStrictObjectKeys(t *testing.T) {
 	assert.Nil(t, objectKeys([]byte(`[{"a_b":1}]`)))
 	assert.Nil(t, objectKeys([]byte(`null`)))
 	assert.Empty(t, objectKeys([]byte(`{}`)))
+}
+
+// objectKeys agrees with encoding/json's tokenizer on the top-level keys of
+// any valid JSON object.
+func FuzzStrictObjectKeys(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a_b":1}`, `{"a":{"b_c":[1,{"d":2}]},"e\"_f":"}{,"}`, ` {"k\u005fz" : [ ] , "x":null}`, `[1]`, `"s"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) || !utf8.Valid(b) { // the edge refuses bodies that are not UTF-8
+			return
+		}
+		var want []string
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		if tok, _ := dec.Token(); tok == json.Delim('{') {
+			want = []string{}
+			for dec.More() {
+				k, err := dec.Token()
+				require.NoError(t, err)
+				want = append(want, k.(string))
+				var skip json.RawMessage
+				require.NoError(t, dec.Decode(&skip))
+			}
+		}
+		var got []string
+		if keys := objectKeys(b); keys != nil || want != nil {
+			got = []string{}
+			for _, k := range keys {
+				got = append(got, k.name)
+				require.Equal(t, k.name, keyText(b[k.start:k.end]))
+			}
+		}
+		require.Equal(t, want, got, "%s", b)
+	})
 }
