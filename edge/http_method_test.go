@@ -102,10 +102,10 @@ func TestHTTPWrongMethod(t *testing.T) {
 	}
 }
 
-// With CORS origins configured, OPTIONS on a JSON-RPC endpoint is a
-// preflight the CORS policy answers, and a plain OPTIONS gets 204 with
-// Allow; a wrong method still gets 405, with the CORS headers a browser
-// needs to read it.
+// With CORS origins configured, a preflight from an allowed origin on a
+// JSON-RPC endpoint is answered by the CORS policy, and a plain OPTIONS
+// gets 204 with Allow; a wrong method still gets 405, with the CORS
+// headers a browser needs to read it.
 func TestHTTPWrongMethodWithCORS(t *testing.T) {
 	const origin = "https://app.example"
 	m := startHTTPMesh(t, edge.Config{DefaultAgent: "echo", CORSOrigins: []string{origin}}, "echo")
@@ -126,9 +126,10 @@ func TestHTTPWrongMethodWithCORS(t *testing.T) {
 	assert.Equal(t, origin, h.Get("Access-Control-Allow-Origin"))
 	assert.Contains(t, string(body), `"code":-32600`)
 
-	// A preflight from an origin not allowed gets no CORS headers.
+	// A preflight from an origin not allowed gets no CORS headers, and no
+	// success.
 	status, h, _ = m.do(t, http.MethodOptions, "/a2a", map[string]string{
 		"Origin": "https://other.example", "Access-Control-Request-Method": "POST"})
-	assert.Equal(t, http.StatusNoContent, status)
+	assert.Equal(t, http.StatusMethodNotAllowed, status)
 	assert.Empty(t, h.Get("Access-Control-Allow-Origin"))
 }

@@ -90,9 +90,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //
 //   - JSON-RPC endpoints (/, /a2a, /agents/{name}, each also with a
 //     trailing slash) take POST; any other method gets a JSON-RPC error
-//     object (id null, -32600) naming POST. OPTIONS is a CORS preflight
-//     when the edge has CORS origins: the edge's CORS policy answers it
-//     (and a plain OPTIONS gets 204 with Allow); without CORS it is 405.
+//     object (id null, -32600) naming POST. When the edge has CORS
+//     origins, its CORS policy answers a preflight from an allowed origin
+//     (204), a plain OPTIONS gets 204 with Allow, and a preflight from
+//     another origin 405; without CORS, OPTIONS is 405 like GET.
 //   - Resources (cards, /agents, /healthz, /livez, /metrics, the JWKS)
 //     take GET and HEAD; any other method gets {"error": ...}.
 type methodGuard struct{ h http.Handler }
@@ -106,16 +107,13 @@ func (g methodGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		e := g.edge()
 		cors := e != nil && len(e.cfg.CORSOrigins) > 0
-		if r.Method == http.MethodOptions && cors {
-			if e.cors(w, r) {
-				return // a preflight, answered by the CORS policy
-			}
-			w.Header().Set("Allow", "OPTIONS, POST")
+		if e != nil && e.cors(w, r) {
+			return // a preflight, answered by the CORS policy
+		}
+		if r.Method == http.MethodOptions && cors && r.Header.Get("Access-Control-Request-Method") == "" {
+			w.Header().Set("Allow", "OPTIONS, POST") // a plain OPTIONS: what the endpoint takes
 			w.WriteHeader(http.StatusNoContent)
 			return
-		}
-		if e != nil {
-			_ = e.cors(w, r) // lets a browser read the 405
 		}
 		allow := "POST"
 		if cors {
