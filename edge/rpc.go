@@ -228,6 +228,9 @@ func taskOfCall(c *call) string {
 	case a2a.OpPushGet, a2a.OpPushList, a2a.OpPushDelete:
 		var p pushIDParams
 		_ = json.Unmarshal(c.req.Params, &p)
+		if c.version == a2a.V10 {
+			return p.TaskID // 1.0 names the task by taskId only (push.go)
+		}
 		id, _ := p.ids()
 		return id
 	case a2a.OpSend, a2a.OpStream:
