@@ -415,10 +415,12 @@ func interruptAfterChunk(t *testing.T, bin string, env []string, args ...string)
 			break
 		}
 	}
-	require.True(t, seen, "no artifact before the stream ended; stderr: %s", errOut.String())
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	if seen {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	}
 	_, _ = io.Copy(io.Discard, stdout)
-	err = cmd.Wait()
+	err = cmd.Wait() // stderr is read only after this
+	require.True(t, seen, "no artifact before the stream ended; stderr: %s", errOut.String())
 	require.NoError(t, ctx.Err())
 	require.Error(t, err, "interrupted: a non-zero exit")
 	return errOut.String()
