@@ -161,13 +161,14 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, 
 		nc.Close()
 		return nil, nil, err
 	}
-	status("waiting for JetStream at " + *f.url + ": opening the mesh's streams and buckets")
+	shown := showURLs(*f.url)
+	status("waiting for JetStream at " + shown + ": opening the mesh's streams and buckets")
 	var b *bus.Bus
-	err = bus.Retry(ctx, log, "JetStream: the mesh's streams and buckets at "+*f.url, func(ctx context.Context) error {
+	err = bus.Retry(ctx, log, "JetStream: the mesh's streams and buckets at "+shown, func(ctx context.Context) error {
 		var err error
 		b, err = bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
 		if err != nil {
-			status("waiting for JetStream at " + *f.url + ": " + err.Error())
+			status("waiting for JetStream at " + shown + ": " + err.Error())
 		}
 		return err
 	})
@@ -198,6 +199,7 @@ func waitNATS(ctx context.Context, nc *nats.Conn, urls string, log *slog.Logger,
 		return nil
 	}
 	start := time.Now()
+	shown := showURLs(urls)
 	var logged, nextProbe time.Time
 	probeEvery := natsProbeFirst
 	tick := time.NewTicker(natsPollEvery)
@@ -205,23 +207,23 @@ func waitNATS(ctx context.Context, nc *nats.Conn, urls string, log *slog.Logger,
 	for {
 		if nc.IsConnected() {
 			if !logged.IsZero() {
-				log.Info("NATS reachable", "nats", urls, "waited_ms", time.Since(start).Milliseconds())
+				log.Info("NATS reachable", "nats", shown, "waited_ms", time.Since(start).Milliseconds())
 			}
 			return nil
 		}
 		if nc.IsClosed() {
-			return fmt.Errorf("NATS connection to %s closed", urls)
+			return fmt.Errorf("NATS connection to %s closed", shown)
 		}
 		if now := time.Now(); !now.Before(nextProbe) {
 			reason := natsUnreachable(ctx, nc, urls)
 			if nc.IsConnected() { // it connected while we probed
 				continue
 			}
-			status("waiting for NATS at " + urls + ": " + reason)
+			status("waiting for NATS at " + shown + ": " + reason)
 			if logged.IsZero() || now.Sub(logged) >= natsLogEvery {
 				logged = now
-				log.Warn(fmt.Sprintf("cannot reach NATS at %s (%s); retrying", urls, reason),
-					"nats", urls, "reason", reason, "waited_ms", now.Sub(start).Milliseconds())
+				log.Warn(fmt.Sprintf("cannot reach NATS at %s (%s); retrying", shown, reason),
+					"nats", shown, "reason", reason, "waited_ms", now.Sub(start).Milliseconds())
 			}
 			nextProbe = time.Now().Add(probeEvery)
 			probeEvery = min(2*probeEvery, natsProbeMax)
@@ -244,7 +246,7 @@ func natsUnreachable(ctx context.Context, nc *nats.Conn, urls string) string {
 	for _, s := range servers {
 		addr, err := natsAddr(s)
 		if err != nil {
-			reasons = append(reasons, s+": "+err.Error())
+			reasons = append(reasons, showURLs(s)+": "+err.Error())
 			continue
 		}
 		dctx, cancel := context.WithTimeout(ctx, natsProbeDial)
@@ -263,9 +265,26 @@ func natsUnreachable(ctx context.Context, nc *nats.Conn, urls string) string {
 		if len(servers) == 1 {
 			return why
 		}
-		reasons = append(reasons, s+": "+why)
+		reasons = append(reasons, showURLs(s)+": "+why)
 	}
 	return strings.Join(reasons, "; ")
+}
+
+// showURLs is a NATS server list fit for logs and /healthz: without the
+// user, password or token a URL may carry.
+func showURLs(urls string) string {
+	var out []string
+	for _, s := range splitList(urls) {
+		if at := strings.LastIndex(s, "@"); at >= 0 {
+			scheme := ""
+			if i := strings.Index(s, "://"); i >= 0 && i < at {
+				scheme = s[:i+3]
+			}
+			s = scheme + s[at+1:]
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ",")
 }
 
 // natsAddr is the host:port of a NATS server URL (nats://, tls://, or a
@@ -371,12 +390,12 @@ func runEdge(ctx context.Context, args []string) error {
 	var opened atomic.Bool
 	var waiting atomic.Pointer[string]
 	setWaiting := func(s string) { waiting.Store(&s) }
-	setWaiting("waiting for NATS at " + *nf.url + ": connecting")
+	setWaiting("waiting for NATS at " + showURLs(*nf.url) + ": connecting")
 	srv.Handler = startingHealth{next: srv.Handler, opened: &opened, reason: &waiting}
 	served := make(chan struct{})
 	var serveErr error
 	go func() { serveErr = srv.Serve(ln); close(served) }()
-	log.Info("a2amesh edge listening; ready once NATS answers", "url", url, "nats", *nf.url)
+	log.Info("a2amesh edge listening; ready once NATS answers", "url", url, "nats", showURLs(*nf.url))
 	stopServing := func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -424,7 +443,7 @@ func runEdge(ctx context.Context, args []string) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		logReady(rctx, e, url, *nf.url, log)
+		logReady(rctx, e, url, showURLs(*nf.url), log)
 	}()
 	var startErr error
 	select {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,4 +143,28 @@ func TestEdgeHelpDefaultAgent(t *testing.T) {
 	require.Contains(t, f.Usage, "POST /a2a")
 	require.Contains(t, f.Usage, "no agent named")
 	require.True(t, strings.Contains(f.Usage, "default: none"))
+}
+
+// What the roles say about NATS servers names them without credentials,
+// and says why a server cannot be reached in a few words.
+func TestNATSAddressesShown(t *testing.T) {
+	require.Equal(t, "nats://n1:4222,tls://n2:4222,n3", showURLs("nats://alice:pw@n1:4222, tls://s3cret-token@n2:4222,u:p@n3"))
+	require.Equal(t, "nats://127.0.0.1:4222", showURLs("nats://127.0.0.1:4222"))
+	for in, want := range map[string]string{"nats://h": "h:4222", "h:5": "h:5", "tls://u:p@[::1]:7": "[::1]:7", "nats://:4222": ""} {
+		got, err := natsAddr(in)
+		if want == "" {
+			require.Error(t, err, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := (&net.Dialer{}).DialContext(ctx, "tcp", "127.0.0.1:1")
+	require.Error(t, err)
+	require.Equal(t, "connection refused", dialReason(err))
+	_, err = (&net.Dialer{}).DialContext(ctx, "tcp", "no-such-host.invalid:4222")
+	require.Error(t, err)
+	require.Contains(t, dialReason(err), "no-such-host.invalid")
 }
