@@ -638,3 +638,24 @@ func TestExplainKeepsOtherErrors(t *testing.T) {
 	cancel()
 	assert.Same(t, errInterrupted, explain(ctx, e, "x", nil))
 }
+
+func TestHintCommandLine(t *testing.T) {
+	t.Setenv(urlEnv, "")
+	f := newFlags("send", "TEXT...", "x", defaultAgent, "")
+	c := &cli{out: io.Discard, errOut: io.Discard}
+	_, _, err := c.parse(f, []string{"--agent", "my agent", "--api-key", "secret-secret-secret", "hi"})
+	require.NoError(t, err)
+	assert.Equal(t, "a2amesh send --agent 'my agent' --api-key KEY --task t-1 TEXT...", f.again("send", "--task", "t-1", "TEXT..."))
+
+	f = newFlags("send", "TEXT...", "x", defaultAgent, "")
+	_, _, err = c.parse(f, []string{"--url", "http://h:1/a?b=c&d='e'", "hi"})
+	require.NoError(t, err)
+	assert.Equal(t, `a2amesh get 'http://h:1/a?b=c&d='\''e'\''' t-1`[:12]+` --url 'http://h:1/a?b=c&d='\''e'\''' t-1`, f.again("get", "t-1"))
+
+	// A URL from the environment is the next command's too: not repeated.
+	t.Setenv(urlEnv, "http://h:2")
+	f = newFlags("get", "TASK_ID", "x", "", "")
+	_, _, err = c.parse(f, []string{"t-1"})
+	require.NoError(t, err)
+	assert.Equal(t, "a2amesh stream --task t-1", f.again("stream", "--task", "t-1"))
+}
