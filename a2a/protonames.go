@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -15,29 +16,46 @@ import (
 // the object that are the proto spelling of one of the type's JSON fields
 // are renamed to the JSON spelling. The spellings come from the Go type's
 // json tags (snake_case of each lowerCamelCase name), so a field added to a
-// type is covered without more code.
+// type is covered without more code. An integer field may also be given as
+// a JSON string holding the integer ("5"), which ProtoJSON accepts too.
 
-// protoSpellings maps each proto (snake_case) name of t's JSON fields to
-// the JSON name. Fields of embedded structs count as t's own.
-func protoSpellings(t reflect.Type) map[string]string {
-	if m, ok := spellingCache.Load(t); ok {
-		return m.(map[string]string)
-	}
-	names := map[string]bool{}
-	collectJSONNames(t, names)
-	m := map[string]string{}
-	for name := range names {
-		if snake := snakeCase(name); snake != name && !names[snake] {
-			m[snake] = name
-		}
-	}
-	spellingCache.Store(t, m)
-	return m
+// protoFields is what the decoders need to know of a type's JSON fields.
+type protoFields struct {
+	spell map[string]string // proto (snake_case) name -> JSON name
+	ints  map[string]bool   // JSON names of integer fields
 }
 
-var spellingCache sync.Map // reflect.Type -> map[string]string
+// fieldsOf returns the JSON fields of struct type t (fields of embedded
+// structs count as t's own).
+func fieldsOf(t reflect.Type) *protoFields {
+	if pf, ok := fieldCache.Load(t); ok {
+		return pf.(*protoFields)
+	}
+	names := map[string]reflect.Type{}
+	collectJSONNames(t, names)
+	pf := &protoFields{spell: map[string]string{}, ints: map[string]bool{}}
+	for name, ft := range names {
+		if snake := snakeCase(name); snake != name {
+			if _, clash := names[snake]; !clash {
+				pf.spell[snake] = name
+			}
+		}
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch ft.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			pf.ints[name] = true
+		}
+	}
+	fieldCache.Store(t, pf)
+	return pf
+}
 
-func collectJSONNames(t reflect.Type, into map[string]bool) {
+var fieldCache sync.Map // reflect.Type -> *protoFields
+
+func collectJSONNames(t reflect.Type, into map[string]reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -48,7 +66,7 @@ func collectJSONNames(t reflect.Type, into map[string]bool) {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" && tag == "-" {
+		if tag == "-" {
 			continue
 		}
 		if f.Anonymous && name == "" {
@@ -58,7 +76,9 @@ func collectJSONNames(t reflect.Type, into map[string]bool) {
 		if !f.IsExported() || name == "" {
 			continue
 		}
-		into[name] = true
+		if _, seen := into[name]; !seen { // the shallower field wins, as in encoding/json
+			into[name] = f.Type
+		}
 	}
 }
 
@@ -80,14 +100,16 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
-// keySpan is one key of a JSON object: its decoded text and where its
-// quoted form lies in the input.
+// keySpan is one member of a JSON object: its key's decoded text, where
+// the quoted key lies in the input, and, when the value is a string, where
+// that lies (vstart == vend == 0 otherwise).
 type keySpan struct {
-	name       string
-	start, end int // b[start:end] is the key with its quotes
+	name         string
+	start, end   int // b[start:end] is the key with its quotes
+	vstart, vend int // b[vstart:vend] is a string value with its quotes
 }
 
-// objectKeys lists the keys of the top-level object of b, which must be
+// objectKeys lists the members of the top-level object of b, which must be
 // valid JSON (encoding/json has checked it before calling an
 // UnmarshalJSON). It returns nil when b is not an object.
 func objectKeys(b []byte) []keySpan {
@@ -114,9 +136,12 @@ func objectKeys(b []byte) []keySpan {
 					break
 				}
 			}
-			if depth == 1 && expectKey {
+			switch {
+			case depth == 1 && expectKey:
 				keys = append(keys, keySpan{name: keyText(b[start : i+1]), start: start, end: i + 1})
 				expectKey = false
+			case depth == 1 && len(keys) > 0:
+				keys[len(keys)-1].vstart, keys[len(keys)-1].vend = start, i+1
 			}
 		case '{', '[':
 			depth++
@@ -153,42 +178,83 @@ func keyText(quoted []byte) string {
 	return string(inner)
 }
 
-// protoKeys rewrites the keys of the JSON object b that are proto field
-// names of type t to their JSON names. Naming one field under both
+// quotedInt returns the number a JSON string value holds when it is a
+// decimal integer ("-12", "007"), ok false if it holds anything else.
+func quotedInt(quoted []byte) ([]byte, bool) {
+	inner := quoted[1 : len(quoted)-1]
+	digits := inner
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 40 {
+		return nil, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+	}
+	i, err := strconv.ParseInt(string(inner), 10, 64)
+	if err != nil {
+		return nil, false // out of range: left a string, refused as the wrong type
+	}
+	return strconv.AppendInt(nil, i, 10), true
+}
+
+// protoKeys rewrites the JSON object b for decoding into type t: keys that
+// are proto field names become the JSON names, and an integer field given
+// as a string of digits becomes the number. Naming one field under both
 // spellings is refused (as ProtoJSON does) with a FieldError on where.
-// b is returned unchanged when no key needs renaming; renamed maps each
+// b is returned unchanged when nothing needs rewriting; renamed maps each
 // JSON name used in place of a proto name back to it.
 func protoKeys(b []byte, t reflect.Type, where string) (_ []byte, renamed map[string]string, _ error) {
 	keys := objectKeys(b)
-	spell := protoSpellings(t)
-	renames := 0
-	for _, k := range keys {
-		if _, ok := spell[k.name]; ok {
-			renames++
-		}
-	}
-	if renames == 0 {
+	if len(keys) == 0 {
 		return b, nil, nil
 	}
-	renamed = make(map[string]string, renames)
-	out := make([]byte, 0, len(b)+8*renames)
+	pf := fieldsOf(t)
+	var out []byte
 	last := 0
 	for _, k := range keys {
-		camel, ok := spell[k.name]
-		if !ok {
+		name := k.name
+		camel, rename := pf.spell[name]
+		if rename {
+			for _, other := range keys {
+				if strings.EqualFold(other.name, camel) {
+					return nil, nil, &FieldError{Field: where, Reason: camel + " and " + name + " are two spellings of one field; send only one"}
+				}
+			}
+			name = camel
+		}
+		var num []byte
+		if pf.ints[name] && k.vend > k.vstart {
+			num, _ = quotedInt(b[k.vstart:k.vend])
+		}
+		if !rename && num == nil {
 			continue
 		}
-		for _, other := range keys {
-			if strings.EqualFold(other.name, camel) {
-				return nil, nil, &FieldError{Field: where, Reason: camel + " and " + k.name + " are two spellings of one field; send only one"}
-			}
+		if out == nil {
+			out = make([]byte, 0, len(b)+16)
 		}
-		renamed[camel] = k.name
-		out = append(out, b[last:k.start]...)
-		out = append(out, '"')
-		out = append(out, camel...)
-		out = append(out, '"')
-		last = k.end
+		if rename {
+			if renamed == nil {
+				renamed = map[string]string{}
+			}
+			renamed[camel] = k.name
+			out = append(out, b[last:k.start]...)
+			out = append(out, '"')
+			out = append(out, camel...)
+			out = append(out, '"')
+			last = k.end
+		}
+		if num != nil {
+			out = append(out, b[last:k.vstart]...)
+			out = append(out, num...)
+			last = k.vend
+		}
+	}
+	if out == nil {
+		return b, nil, nil
 	}
 	return append(out, b[last:]...), renamed, nil
 }

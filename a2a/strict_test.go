@@ -51,6 +51,7 @@ var strictDecoded = map[string]struct{ typ, wire reflect.Type }{
 var strictNotDecoded = map[string]string{
 	"partV1":            "the wire form of Part, checked through Part",
 	"keySpan":           "internal",
+	"protoFields":       "internal",
 	"methodInfo":        "internal",
 	"FieldError":        "an error, not JSON",
 	"Request":           "the JSON-RPC envelope, not a proto message",
@@ -386,7 +387,7 @@ func FuzzStrictObjectKeys(f *testing.F) {
 		if !json.Valid(b) || !utf8.Valid(b) { // the edge refuses bodies that are not UTF-8
 			return
 		}
-		var want []string
+		var want, wantStrings []string
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		if tok, _ := dec.Token(); tok == json.Delim('{') {
 			want = []string{}
@@ -394,18 +395,62 @@ func FuzzStrictObjectKeys(f *testing.F) {
 				k, err := dec.Token()
 				require.NoError(t, err)
 				want = append(want, k.(string))
-				var skip json.RawMessage
-				require.NoError(t, dec.Decode(&skip))
+				var v json.RawMessage
+				require.NoError(t, dec.Decode(&v))
+				if v[0] == '"' {
+					wantStrings = append(wantStrings, string(v))
+				} else {
+					wantStrings = append(wantStrings, "")
+				}
 			}
 		}
-		var got []string
-		if keys := objectKeys(b); keys != nil || want != nil {
+		var got, gotStrings []string
+		keys := objectKeys(b)
+		if keys != nil || want != nil {
 			got = []string{}
 			for _, k := range keys {
 				got = append(got, k.name)
 				require.Equal(t, k.name, keyText(b[k.start:k.end]))
+				gotStrings = append(gotStrings, string(b[k.vstart:k.vend]))
 			}
 		}
 		require.Equal(t, want, got, "%s", b)
+		require.Equal(t, wantStrings, gotStrings, "string values of %s", b)
 	})
+}
+
+// ProtoJSON reads an integer field given as a string of digits; only
+// integer fields, and only digits.
+func TestStrictQuotedIntegers(t *testing.T) {
+	n := func(i int) *int { return &i }
+	for in, want := range map[string]GetTaskRequest{
+		`{"id":"t","historyLength":"3"}`:         {ID: "t", HistoryLength: n(3)},
+		`{"id":"t","history_length":"-1"}`:       {ID: "t", HistoryLength: n(-1)},
+		`{"id":"5","historyLength":4}`:           {ID: "5", HistoryLength: n(4)},
+		`{"id":"t","historyLength":"007"}`:       {ID: "t", HistoryLength: n(7)},
+		`{"id":"t","historyLength":null}`:        {ID: "t"},
+		`{"historyLength":"2","id":"12"}`:        {ID: "12", HistoryLength: n(2)},
+		`{ "id" : "t" , "historyLength" : "1" }`: {ID: "t", HistoryLength: n(1)},
+	} {
+		var r GetTaskRequest
+		require.Nil(t, DecodeParams(json.RawMessage(in), &r), in)
+		assert.Equal(t, want, r, in)
+	}
+	for _, in := range []string{`{"pageSize":"ten"}`, `{"pageSize":"1.5"}`, `{"pageSize":""}`, `{"pageSize":"-"}`,
+		`{"pageSize":"99999999999999999999"}`, `{"page_size":" 1"}`, `{"pageSize":"1e2"}`} {
+		var r ListTasksRequest
+		e := DecodeParams(json.RawMessage(in), &r)
+		if assert.NotNil(t, e, in) {
+			assert.Equal(t, CodeInvalidParams, e.Code, in)
+		}
+	}
+	var c SendMessageConfiguration
+	require.NoError(t, json.Unmarshal([]byte(`{"history_length":"2","acceptedOutputModes":["5"]}`), &c))
+	assert.Equal(t, n(2), c.HistoryLength)
+	assert.Equal(t, []string{"5"}, c.AcceptedOutputModes)
+	var m Message
+	require.NoError(t, json.Unmarshal([]byte(`{"messageId":"42","metadata":{"n":"7"},"role":"ROLE_USER","parts":[{"text":"9"}]}`), &m))
+	assert.Equal(t, "42", m.MessageID, "a string field keeps its digits as text")
+	assert.Equal(t, Metadata{"n": "7"}, m.Metadata)
+	assert.Equal(t, "9", m.Parts[0].Text)
 }
