@@ -650,7 +650,7 @@ func TestHintCommandLine(t *testing.T) {
 	f = newFlags("send", "TEXT...", "x", defaultAgent, "")
 	_, _, err = c.parse(f, []string{"--url", "http://h:1/a?b=c&d='e'", "hi"})
 	require.NoError(t, err)
-	assert.Equal(t, `a2amesh get 'http://h:1/a?b=c&d='\''e'\''' t-1`[:12]+` --url 'http://h:1/a?b=c&d='\''e'\''' t-1`, f.again("get", "t-1"))
+	assert.Equal(t, `a2amesh get --url 'http://h:1/a?b=c&d='\''e'\''' t-1`, f.again("get", "t-1"))
 
 	// A URL from the environment is the next command's too: not repeated.
 	t.Setenv(urlEnv, "http://h:2")
