@@ -168,7 +168,8 @@ func (e *Edge) snapshot(c *call, sw *sseWriter, rec *bus.TaskRecord) error {
 // rejected, or waiting for input) and nothing of it follows the id, the
 // stream has nothing to replay and nothing to wait for: it sends the task
 // as it stands (state, status message, artifacts) as its one event, with
-// the id of the task's last event, and ends.
+// the id of the task's last event, and ends. While the event log does not
+// answer (a failover) an id is not checked: the resume goes ahead after it.
 
 // resumePoint reads the call's Last-Event-ID for task rec: ok is false
 // when the request has none.
