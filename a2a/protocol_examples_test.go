@@ -471,3 +471,38 @@ func checkResultV03(t *testing.T, v *schemaValidator, op Op, result json.RawMess
 		t.Fatalf("no result check for op %d", op)
 	}
 }
+
+// Wrong parts that an outside reference rejects, the package rejects too,
+// with an error naming the part field.
+func TestProtocolExamplesRejectedParts(t *testing.T) {
+	v := newSchemaValidator(t)
+	partMD := protoV10(t).Messages().ByName("Part")
+	require.NotNil(t, partMD)
+	tests := []struct {
+		name, version, part, field string
+		modelOnlyString            bool // the 0.3 model types bytes as a plain string
+	}{
+		{"0.3 file content under data", "0.3", `{"kind":"file","file":{"data":"aGk=","mimeType":"text/plain"}}`, "part.file", false},
+		{"0.3 file bytes not base64", "0.3", `{"kind":"file","file":{"bytes":"aGk...","name":"x"}}`, "part.file.bytes", true},
+		{"0.3 proto-style fileWithBytes", "0.3", `{"kind":"file","file":{"fileWithBytes":"aGk="}}`, "part.file", false},
+		{"1.0 raw not base64", "1.0", `{"raw":"iVBOR...","mediaType":"image/png"}`, "part.raw", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			switch {
+			case tc.modelOnlyString:
+			case tc.version == "0.3":
+				assert.NotEmpty(t, v.validateDef("Part", decodeGeneric(t, []byte(tc.part))), "the 0.3 model rejects it")
+			default:
+				mt, err := protoregistry.GlobalTypes.FindMessageByName(partMD.FullName())
+				require.NoError(t, err)
+				assert.Error(t, protojson.Unmarshal([]byte(tc.part), mt.New().Interface()), "the 1.0 proto rejects it")
+			}
+			params := `{"message":{"messageId":"m","role":"` + map[string]string{"0.3": "user", "1.0": "ROLE_USER"}[tc.version] + `","parts":[` + tc.part + `]}}`
+			err := DecodeParams(json.RawMessage(params), &SendMessageRequest{})
+			require.NotNil(t, err, "the package rejects %s", tc.part)
+			assert.Equal(t, CodeInvalidParams, err.Code)
+			assert.Contains(t, err.Message, tc.field)
+		})
+	}
+}
