@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -51,7 +52,7 @@ func (p Planner) Card() a2a.AgentCard {
 			Description: fmt.Sprintf("Splits the text on the first %q (\"a; b\"), or without one into the first half of the words and the rest "+
 				"(a single word goes to both); sends the first part to %s and the rest to %s at once, each as a task of the same context; "+
 				"answers with one artifact, a line per agent (\"%s: …\" then \"%s: …\") and a data part with the delegated task ids. "+
-				"Fails, naming the agent, if a delegate fails or is not running.", PlannerSeparator, first, second, first, second),
+				"Fails, naming the agent, if a delegate fails, is not running, or does not answer in time (its task is then canceled).", PlannerSeparator, first, second, first, second),
 			Tags: []string{"example", "multi-agent"}, Examples: []string{"hello brave new world", "say this; shout that"}})
 }
 
@@ -140,6 +141,17 @@ func (p Planner) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventW
 		switch {
 		case errors.Is(d.err, agentrt.ErrUnknownAgent):
 			return w.Fail(fmt.Sprintf("planner: no live worker serves agent %q", d.agent))
+		case errors.Is(d.err, agentrt.ErrWaitExpired):
+			// The delegate's task is still queued or working: its answer
+			// would come too late for this task, which fails now saying
+			// why; cancel the delegate's task so it does not run for no one.
+			var we *agentrt.WaitError
+			if errors.As(d.err, &we) {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = mesh.Cancel(cctx, we.TaskID, "canceled: the planner stopped waiting for it")
+				cancel()
+			}
+			return w.Fail("planner: " + d.err.Error())
 		case d.err != nil:
 			return &delegateError{agent: d.agent, err: d.err}
 		}
