@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -175,13 +177,23 @@ func TestRolesWaitForNATSBinary(t *testing.T) {
 	natsPort, httpPort := freeLoopback(t), freeLoopback(t)
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	started := time.Now()
 	edgeProc := startChild(t, bin, "edge", "--nats", natsURL, "--listen", fmt.Sprintf("127.0.0.1:%d", httpPort))
 	workerProc := startChild(t, bin, "worker", "--agent", "echo", "--nats", natsURL)
 	want := "cannot reach NATS at " + natsURL + " (connection refused); retrying"
+	// The clock starts when the edge has started (its listening line, just
+	// before it turns to NATS), not when exec did: a loaded machine may
+	// take a while to start a race-enabled binary.
+	require.True(t, edgeProc.waitOutput(15*time.Second, "a2amesh edge listening"), "the edge starts")
+	started := time.Now()
 	require.True(t, edgeProc.waitOutput(1500*time.Millisecond, want), "the edge says within 1.5s %q", want)
-	t.Logf("edge said it after %v", time.Since(started).Round(time.Millisecond))
-	require.True(t, workerProc.waitOutput(1500*time.Millisecond, want), "the worker says %q", want)
+	t.Logf("edge said it %v after it started", time.Since(started).Round(time.Millisecond))
+	require.True(t, workerProc.waitOutput(15*time.Second, want), "the worker says %q", want)
+	// The worker's first such line comes as soon as it waits for NATS.
+	m := regexp.MustCompile(`cannot reach NATS.* waited_ms=(\d+)`).FindStringSubmatch(workerProc.errs.String())
+	require.NotNil(t, m)
+	waited, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	require.Less(t, waited, 1000, "the worker said it within 1s of waiting")
 	require.NotContains(t, edgeProc.errs.String(), "context deadline exceeded")
 
 	client := &http.Client{Timeout: 2 * time.Second}
