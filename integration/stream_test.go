@@ -268,8 +268,16 @@ func TestStreamResume(t *testing.T) {
 		requireStreamOrder(t, frames, 0)
 		last := frames[len(frames)-1].SSEID
 		start := time.Now()
-		rest := replay(t, v10, "/agents/slow", frames[0].Item.TaskID, last)
-		assert.Empty(t, rest, "nothing missed, nothing to come: the stream ends at once")
+		// Nothing missed and nothing to come: the answer is the task as
+		// it stands, as the one event, and the stream ends at once (an
+		// empty 200 would leave the client guessing).
+		s2, id2 := m.stream(t, "/agents/slow", v10.resub, map[string]any{"id": frames[0].Item.TaskID},
+			map[string]string{"Last-Event-ID": strconv.FormatUint(last, 10)})
+		got := s2.readAll(t, v10, id2, 10)
+		require.Len(t, got, 1, "a finished task answers with its snapshot")
+		assert.Equal(t, "task", got[0].Item.Kind)
+		assert.Equal(t, v10.completed, got[0].Item.State)
+		assert.Equal(t, last, got[0].SSEID)
 		assert.Less(t, time.Since(start), 2*time.Second)
 	})
 }
