@@ -62,23 +62,26 @@ func collectJSONNames(t reflect.Type, into map[string]reflect.Type) {
 	if t.Kind() != reflect.Struct {
 		return
 	}
+	var embedded []reflect.Type
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, _, _ := strings.Cut(tag, ",")
-		if tag == "-" {
-			continue
+		switch {
+		case tag == "-":
+		case f.Anonymous && name == "":
+			embedded = append(embedded, f.Type)
+		case !f.IsExported() || name == "":
+		default:
+			if _, seen := into[name]; !seen {
+				into[name] = f.Type
+			}
 		}
-		if f.Anonymous && name == "" {
-			collectJSONNames(f.Type, into)
-			continue
-		}
-		if !f.IsExported() || name == "" {
-			continue
-		}
-		if _, seen := into[name]; !seen { // the shallower field wins, as in encoding/json
-			into[name] = f.Type
-		}
+	}
+	// An embedded struct's fields after t's own: the shallower field wins,
+	// as in encoding/json.
+	for _, e := range embedded {
+		collectJSONNames(e, into)
 	}
 }
 
