@@ -33,6 +33,10 @@ type Worker struct {
 	// Timeout bounds one run of the agent (default 120s); past it the task
 	// fails with a message saying so.
 	Timeout time.Duration
+	// DelegateWait bounds how long a run's call to another agent
+	// (Request.Mesh().Send) waits for the called task (0: DefaultMaxWait;
+	// negative: only the run's Timeout). See Mesh.MaxWait.
+	DelegateWait time.Duration
 	// StaleAfter is how long a task may sit submitted with no work queued
 	// before this worker re-enqueues it (default 30s; see janitor.go).
 	StaleAfter time.Duration
@@ -297,7 +301,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
 		owner: rec.Owner,
 	}
-	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name, live: w.liveAgent}
+	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name, live: w.liveAgent, MaxWait: w.DelegateWait}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
 	runEnded := w.Metrics.RunStarted(w.Name, meta.Timestamp)

@@ -404,18 +404,18 @@ func cliSend(c *cli, ctx context.Context, args []string) error {
 		printSendResult(c.out, res)
 	}
 	if t := res.Task; t != nil {
-		c.hint(f.commonFlags, t, f.noWait)
+		c.hint(f.commonFlags, t)
 		return stateErr(t.Status.State)
 	}
 	return nil
 }
 
 // hint tells, on stderr, how to go on with a task that is not finished.
-func (c *cli) hint(f *commonFlags, t *a2a.Task, noWait bool) {
+func (c *cli) hint(f *commonFlags, t *a2a.Task) {
 	switch st := t.Status.State; {
 	case st.Interrupted():
 		fmt.Fprintf(c.errOut, "reply with: %s\n", f.again("send", "--task", t.ID, "TEXT..."))
-	case !st.Terminal() && noWait:
+	case !st.Terminal(): // --no-wait, or the edge's --blocking-timeout passed first
 		fmt.Fprintf(c.errOut, "follow with: %s  (or: %s)\n", f.again("stream", "--task", t.ID), f.again("get", t.ID))
 	}
 }
@@ -539,7 +539,7 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 		if p.finished {
 			p.end()
 			if t := p.task(); t != nil && p.state.Interrupted() {
-				c.hint(f.commonFlags, t, false)
+				c.hint(f.commonFlags, t)
 			}
 			return stateErr(p.state)
 		}

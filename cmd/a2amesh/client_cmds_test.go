@@ -659,3 +659,17 @@ func TestHintCommandLine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a2amesh stream --task t-1", f.again("stream", "--task", "t-1"))
 }
+
+// A blocking send that the edge answered before the task settled (its
+// --blocking-timeout passed: the agent's workers are down) prints how to
+// follow the task, as --no-wait does.
+func TestSendCutShortByTheEdgePrintsFollowHint(t *testing.T) {
+	m := newMesh(t, func(w http.ResponseWriter, c rpcCall) {
+		writeResult(w, c.ID, map[string]any{"task": task("TASK_STATE_SUBMITTED", "")})
+	})
+	_, errOut, err := runCLI(t, cliSend, "", "--url", m.URL+"/agents/echo", "hello")
+	require.NoError(t, err)
+	assert.NotContains(t, m.last(t).Params, "configuration", "a blocking send")
+	u := m.URL + "/agents/echo"
+	assert.Equal(t, "follow with: a2amesh stream --url "+u+" --task task-1  (or: a2amesh get --url "+u+" task-1)\n", errOut)
+}

@@ -27,6 +27,7 @@ func runDev(ctx context.Context, args []string) error {
 	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh"), "directory for JetStream data (env A2AMESH_DATA)")
 	natsListen := fs.String("nats-listen", envOr("A2AMESH_NATS_LISTEN", ""), "also serve NATS clients at host:port, e.g. 127.0.0.1:4222 (env A2AMESH_NATS_LISTEN)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
+	delegateWait := addDelegateWaitFlag(fs)
 	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", bus.DefaultConfig.AckWait), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
 	maxTasks := fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed (env A2AMESH_MAX_TASKS)")
@@ -47,7 +48,7 @@ func runDev(ctx context.Context, args []string) error {
 	defer stopTracing()
 	cfg := devmesh.Config{
 		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
-		TaskTimeout: *timeout, SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
+		TaskTimeout: *timeout, DelegateWait: delegateWait(), SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, MaxTasks: *maxTasks},
 	}
 	m, err := devmesh.Start(ctx, cfg)

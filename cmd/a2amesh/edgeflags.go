@@ -62,7 +62,7 @@ func (f *pushFlags) config() (edge.PushConfig, error) {
 }
 
 func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
-	defaultHelp := "agent that serves POST /a2a, the endpoint with no agent in its path (calls may still name one in params.tenant); without it, a send to /a2a naming no tenant is refused (-32602 no agent named) and clients must call /agents/{name} (env A2AMESH_DEFAULT_AGENT)"
+	defaultHelp := "agent that serves POST /a2a, the endpoint with no agent in its path (calls may still name one in params.tenant); without it, a send to /a2a naming no tenant is refused (-32602 'this edge has no default agent', naming how to call /agents/{name}); task calls on /a2a still find any task by id (env A2AMESH_DEFAULT_AGENT)"
 	if defaultAgent == "" {
 		defaultHelp += "; default: none"
 	}

@@ -501,6 +501,7 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.Var(&headers, "proxy-header", `header sent with every request to the proxied agent, "Name: value" (repeatable; env A2AMESH_PROXY_AUTHORIZATION sets Authorization)`)
 	concurrency := fs.Int("concurrency", envInt("A2AMESH_CONCURRENCY", 16), "tasks this worker runs at once (env A2AMESH_CONCURRENCY)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
+	delegateWait := addDelegateWaitFlag(fs)
 	metricsListen := fs.String("metrics-listen", envOr("A2AMESH_METRICS_LISTEN", ""), "serve Prometheus metrics on GET /metrics at host:port, without auth (env A2AMESH_METRICS_LISTEN; default off)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -556,7 +557,7 @@ func runWorker(ctx context.Context, args []string) error {
 			go p.WatchCard(ctx, *cardRefresh)
 		}
 	}
-	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, Logger: log}
+	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, DelegateWait: delegateWait(), Logger: log}
 	if *metricsListen != "" {
 		w.Metrics = metrics.NewWorker()
 		stop, err := serveMetrics(*metricsListen, w.Metrics, log)
@@ -688,4 +689,18 @@ func envInt(key string, def int) int {
 		}
 	}
 	return def
+}
+
+// addDelegateWaitFlag adds --delegate-wait (worker, dev) and returns the
+// value for agentrt.Worker.DelegateWait: 0 on the command line means no
+// bound but the task timeout (-1 for the worker).
+func addDelegateWaitFlag(fs *flag.FlagSet) func() time.Duration {
+	d := fs.Duration("delegate-wait", envDuration("A2AMESH_DELEGATE_WAIT", agentrt.DefaultMaxWait),
+		"an agent's call to another agent (the planner's delegations) waits this long for the called task, then fails naming the agent, the task and its state; sooner when --task-timeout ends first; 0 waits until the task timeout (env A2AMESH_DELEGATE_WAIT)")
+	return func() time.Duration {
+		if *d == 0 {
+			return -1
+		}
+		return *d
+	}
 }

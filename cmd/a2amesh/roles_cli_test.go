@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -141,7 +142,7 @@ func TestEdgeHelpDefaultAgent(t *testing.T) {
 	f := fs.Lookup("default-agent")
 	require.NotNil(t, f)
 	require.Contains(t, f.Usage, "POST /a2a")
-	require.Contains(t, f.Usage, "no agent named")
+	require.Contains(t, f.Usage, "this edge has no default agent")
 	require.True(t, strings.Contains(f.Usage, "default: none"))
 }
 
@@ -167,4 +168,22 @@ func TestNATSAddressesShown(t *testing.T) {
 	_, err = (&net.Dialer{}).DialContext(ctx, "tcp", "no-such-host.invalid:4222")
 	require.Error(t, err)
 	require.Contains(t, dialReason(err), "no-such-host.invalid")
+}
+
+// --delegate-wait: the default is agentrt's; 0 means "until the task
+// timeout", which the worker spells as a negative wait.
+func TestDelegateWaitFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, agentrt.DefaultMaxWait},
+		{[]string{"--delegate-wait", "5s"}, 5 * time.Second},
+		{[]string{"--delegate-wait", "0"}, -1},
+	} {
+		fs := newFlagSet("worker", "", "test")
+		get := addDelegateWaitFlag(fs)
+		require.NoError(t, fs.Parse(c.args))
+		require.Equal(t, c.want, get(), "%v", c.args)
+	}
 }

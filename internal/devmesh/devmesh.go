@@ -41,6 +41,9 @@ type Config struct {
 	Edge edge.Config
 	// TaskTimeout bounds one run of an agent (default 120s).
 	TaskTimeout time.Duration
+	// DelegateWait bounds an agent's wait for an agent it calls
+	// (agentrt.Worker.DelegateWait; 0: agentrt.DefaultMaxWait).
+	DelegateWait time.Duration
 	// StaleAfter and SweepEvery: see agentrt.Worker (defaults 30s, 10m).
 	StaleAfter, SweepEvery time.Duration
 	// Concurrency is each built-in worker's task limit (default 64).
@@ -128,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	builtin := agents.Builtin()
 	for name, a := range builtin {
 		w := &agentrt.Worker{Bus: m.bus, Agent: a, Name: name, Concurrency: cfg.Concurrency,
-			Timeout: cfg.TaskTimeout, StaleAfter: cfg.StaleAfter,
+			Timeout: cfg.TaskTimeout, DelegateWait: cfg.DelegateWait, StaleAfter: cfg.StaleAfter,
 			SweepEvery: cfg.SweepEvery, Metrics: cfg.Edge.Metrics, Logger: cfg.Logger}
 		m.wg.Add(1)
 		go func() {
