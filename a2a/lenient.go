@@ -278,49 +278,6 @@ func (r *ListTasksRequest) UnmarshalJSON(b []byte) error {
 	return unmarshalProto(b, "params", (*plain)(r))
 }
 
-// UnmarshalJSON accepts the JSON and the proto field names.
-func (r *ListTasksResponse) UnmarshalJSON(b []byte) error {
-	type plain ListTasksResponse
-	return unmarshalProto(b, "result", (*plain)(r))
-}
-
-// UnmarshalJSON accepts the JSON and the proto field names.
-func (t *Task) UnmarshalJSON(b []byte) error {
-	type plain Task
-	return unmarshalProto(b, "task", (*plain)(t))
-}
-
-// UnmarshalJSON accepts the JSON and the proto field names.
-func (s *TaskStatus) UnmarshalJSON(b []byte) error {
-	type plain TaskStatus
-	return unmarshalProto(b, "status", (*plain)(s))
-}
-
-// UnmarshalJSON accepts the JSON and the proto field names.
-func (a *Artifact) UnmarshalJSON(b []byte) error {
-	type plain Artifact
-	return unmarshalProto(b, "artifact", (*plain)(a))
-}
-
-// UnmarshalJSON accepts the JSON and the proto field names.
-func (e *TaskStatusUpdateEvent) UnmarshalJSON(b []byte) error {
-	type plain TaskStatusUpdateEvent
-	return unmarshalProto(b, "statusUpdate", (*plain)(e))
-}
-
-// UnmarshalJSON accepts the JSON and the proto field names.
-func (e *TaskArtifactUpdateEvent) UnmarshalJSON(b []byte) error {
-	type plain TaskArtifactUpdateEvent
-	return unmarshalProto(b, "artifactUpdate", (*plain)(e))
-}
-
-// UnmarshalJSON accepts the JSON and the proto field names (status_update,
-// artifact_update).
-func (r *StreamResponse) UnmarshalJSON(b []byte) error {
-	type plain StreamResponse
-	return unmarshalProto(b, "result", (*plain)(r))
-}
-
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -103,19 +104,21 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
-// keySpan is one member of a JSON object: its key's decoded text, where
-// the quoted key lies in the input, and, when the value is a string, where
+// keySpan is one member of a JSON object: its key's text, where the
+// quoted key lies in the input, and, when the value is a string, where
 // that lies (vstart == vend == 0 otherwise).
 type keySpan struct {
-	name         string
-	start, end   int // b[start:end] is the key with its quotes
-	vstart, vend int // b[vstart:vend] is a string value with its quotes
+	key          []byte // the key's text, unescaped
+	start, end   int    // b[start:end] is the key with its quotes
+	vstart, vend int    // b[vstart:vend] is a string value with its quotes
 }
 
-// objectKeys lists the members of the top-level object of b, which must be
-// valid JSON (encoding/json has checked it before calling an
+func (k *keySpan) name() string { return string(k.key) }
+
+// objectKeys appends to keys the members of the top-level object of b,
+// which must be valid JSON (encoding/json has checked it before calling an
 // UnmarshalJSON). It returns nil when b is not an object.
-func objectKeys(b []byte) []keySpan {
+func objectKeys(b []byte, keys []keySpan) []keySpan {
 	i := 0
 	for i < len(b) && isSpace(b[i]) {
 		i++
@@ -123,25 +126,18 @@ func objectKeys(b []byte) []keySpan {
 	if i == len(b) || b[i] != '{' {
 		return nil
 	}
-	var keys []keySpan
+	if keys == nil {
+		keys = []keySpan{}
+	}
 	depth, expectKey := 0, false
 	for ; i < len(b); i++ {
 		switch c := b[i]; c {
 		case '"':
 			start := i
-			esc := false
-			for i++; i < len(b); i++ {
-				if esc {
-					esc = false
-				} else if b[i] == '\\' {
-					esc = true
-				} else if b[i] == '"' {
-					break
-				}
-			}
+			i = stringEnd(b, i)
 			switch {
 			case depth == 1 && expectKey:
-				keys = append(keys, keySpan{name: keyText(b[start : i+1]), start: start, end: i + 1})
+				keys = append(keys, keySpan{key: keyText(b[start : i+1]), start: start, end: i + 1})
 				expectKey = false
 			case depth == 1 && len(keys) > 0:
 				keys[len(keys)-1].vstart, keys[len(keys)-1].vend = start, i+1
@@ -165,20 +161,65 @@ func objectKeys(b []byte) []keySpan {
 	return keys
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// stringEnd returns the index of the quote closing the string that opens
+// at b[open] (len(b)-1 if there is none).
+func stringEnd(b []byte, open int) int {
+	i := open + 1
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b) - 1
+		}
+		i += j
+		n := 0 // backslashes right before the quote: odd escapes it
+		for k := i - 1; k > open && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i
+		}
+		i++
+	}
+}
 
-func keyText(quoted []byte) string {
-	inner := quoted[1 : len(quoted)-1]
-	for _, c := range inner {
-		if c == '\\' {
-			var s string
-			if json.Unmarshal(quoted, &s) == nil {
-				return s
-			}
-			break
+// maybeSnakeKey reports whether some key of the JSON text b may hold an
+// underscore (a proto field name): an _ whose next quote is followed by a
+// colon. It errs on the side of yes; stored messages, whose only
+// underscores are in enum values (ROLE_USER), are told apart cheaply.
+func maybeSnakeKey(b []byte) bool {
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '_')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return false
+		}
+		i += q + 1
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i < len(b) && b[i] == ':' {
+			return true
 		}
 	}
-	return string(inner)
+	return false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// keyText returns the text of a quoted key, unescaped.
+func keyText(quoted []byte) []byte {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(quoted, &s) == nil {
+			return []byte(s)
+		}
+	}
+	return inner
 }
 
 // quotedInt returns the number a JSON string value holds when it is a
@@ -211,26 +252,29 @@ func quotedInt(quoted []byte) ([]byte, bool) {
 // b is returned unchanged when nothing needs rewriting; renamed maps each
 // JSON name used in place of a proto name back to it.
 func protoKeys(b []byte, t reflect.Type, where string) (_ []byte, renamed map[string]string, _ error) {
-	keys := objectKeys(b)
-	if len(keys) == 0 {
+	pf := fieldsOf(t)
+	if len(pf.ints) == 0 && (len(pf.spell) == 0 || !maybeSnakeKey(b)) {
 		return b, nil, nil
 	}
-	pf := fieldsOf(t)
+	var buf [16]keySpan
+	keys := objectKeys(b, buf[:0])
 	var out []byte
 	last := 0
 	for _, k := range keys {
-		name := k.name
-		camel, rename := pf.spell[name]
+		camel, rename := pf.spell[string(k.key)]
+		isInt := false
 		if rename {
 			for _, other := range keys {
-				if strings.EqualFold(other.name, camel) {
-					return nil, nil, &FieldError{Field: where, Reason: camel + " and " + name + " are two spellings of one field; send only one"}
+				if bytes.EqualFold(other.key, []byte(camel)) {
+					return nil, nil, &FieldError{Field: where, Reason: camel + " and " + k.name() + " are two spellings of one field; send only one"}
 				}
 			}
-			name = camel
+			isInt = pf.ints[camel]
+		} else {
+			isInt = pf.ints[string(k.key)]
 		}
 		var num []byte
-		if pf.ints[name] && k.vend > k.vstart {
+		if isInt && k.vend > k.vstart {
 			num, _ = quotedInt(b[k.vstart:k.vend])
 		}
 		if !rename && num == nil {
@@ -243,7 +287,7 @@ func protoKeys(b []byte, t reflect.Type, where string) (_ []byte, renamed map[st
 			if renamed == nil {
 				renamed = map[string]string{}
 			}
-			renamed[camel] = k.name
+			renamed[camel] = k.name()
 			out = append(out, b[last:k.start]...)
 			out = append(out, '"')
 			out = append(out, camel...)
