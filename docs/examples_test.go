@@ -778,3 +778,50 @@ func (p *pushReceiver) wait(t *testing.T, token, authorization string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestEveryFlagDocumented: every flag of dev is in the configuration
+// table, and every flag of the other roles is named somewhere in the docs.
+func TestEveryFlagDocumented(t *testing.T) {
+	var all strings.Builder
+	for _, f := range append([]string{"README.md"}, mustGlob(t, filepath.Join(repoRoot, "docs", "*.md"))...) {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(repoRoot, f)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	conf, err := os.ReadFile(filepath.Join(repoRoot, "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	for _, role := range []string{"dev", "edge", "worker", "nats"} {
+		out, err := exec.Command(bin, role, "-h").Output()
+		if err != nil {
+			t.Fatalf("%s -h: %v", role, err)
+		}
+		for _, m := range flagLine.FindAllStringSubmatch(string(out), -1) {
+			named := regexp.MustCompile(`--` + m[1] + `([^a-z0-9-]|$)`)
+			where, text := "the docs", all.String()
+			if role == "dev" { // a row of the table
+				where, text = "docs/configuration.md", string(conf)
+				named = regexp.MustCompile("(?m)^\\| `--" + m[1] + "`")
+			}
+			if !named.MatchString(text) {
+				t.Errorf("%s --%s is not in %s", role, m[1], where)
+			}
+		}
+	}
+}
+
+func mustGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
