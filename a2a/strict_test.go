@@ -7,6 +7,7 @@ package a2a
 // covered or the test says what to do.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"go/ast"
@@ -378,6 +379,17 @@ func TestStrictObjectKeys(t *testing.T) {
 	assert.Nil(t, objectKeys([]byte(`[{"a_b":1}]`), nil))
 	assert.Nil(t, objectKeys([]byte(`null`), nil))
 	assert.Empty(t, objectKeys([]byte(`{}`), nil))
+
+	for in, want := range map[string]bool{
+		`{"role":"ROLE_USER","parts":[{"text":"a_b"}]}`: false,
+		`{"message_id":"m"}`:                            true,
+		`{"a":{"x_y" :1}}`:                              true, // nested: a false yes, harmless
+		`{"s":"a_b\":"}`:                                true, // escaped quote: a false yes, harmless
+		`{"state":"TASK_STATE_WORKING"}`:                false,
+		`{}`:                                            false,
+	} {
+		assert.Equal(t, want, maybeSnakeKey([]byte(in)), in)
+	}
 }
 
 // objectKeys agrees with encoding/json's tokenizer on the top-level keys of
@@ -419,6 +431,12 @@ func FuzzStrictObjectKeys(f *testing.F) {
 		}
 		require.Equal(t, want, got, "%s", b)
 		require.Equal(t, wantStrings, gotStrings, "string values of %s", b)
+		// The cheap pre-check never misses a key that could be a proto name.
+		for _, k := range keys {
+			if strings.Contains(k.name(), "_") && !strings.ContainsAny(k.name(), "\"\\") && !bytes.Contains(b[k.start:k.end], []byte(`\`)) {
+				require.True(t, maybeSnakeKey(b), "key %q of %s", k.name(), b)
+			}
+		}
 	})
 }
 
