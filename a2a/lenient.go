@@ -5,10 +5,13 @@ import (
 	"strings"
 )
 
-// Decoding is lenient: one decoder reads 1.0 ProtoJSON, 0.3 and the 0.2 shapes
-// real clients still send (lower-case enums, snake_case keys, sessionId,
-// "type" instead of "kind", bytes_data). Encoding is strict 1.0; see v03.go
-// for the 0.3 encoding.
+// Decoding is lenient where ProtoJSON is: one decoder reads 1.0 ProtoJSON,
+// 0.3 and the 0.2 shapes real clients still send (lower-case enums, enum
+// numbers, proto field names beside JSON names and integers as strings, see
+// protonames.go; sessionId, "type" instead of "kind", bytes_data). It is
+// strict where the spec is: a send's message must name its role (the 0.2
+// tasks/send shape aside), and one field given under two spellings is
+// refused. Encoding is strict 1.0; see v03.go for the 0.3 encoding.
 
 var stateAliases = map[string]TaskState{
 	"submitted":      StateSubmitted,
