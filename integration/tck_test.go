@@ -73,9 +73,8 @@ func TestTCKListTasksSnakeCaseParams(t *testing.T) {
 		assert.Empty(t, tk.History, "history_length is honoured")
 	}
 
-	// lowerCamelCase wins when both spellings are present.
-	both := m.listTasks(t, map[string]any{"contextId": ctxB, "context_id": ctxA})
-	assert.Equal(t, 1, *both.TotalSize)
+	// One field under both spellings is refused, as ProtoJSON refuses it.
+	m.fails(t, "/a2a", "ListTasks", map[string]any{"contextId": ctxB, "context_id": ctxA}, -32602)
 
 	// Bad values are rejected whatever the spelling.
 	m.fails(t, "/a2a", "ListTasks", map[string]any{"page_size": 0}, -32602)
