@@ -3,7 +3,7 @@
 // conversion to and from the A2A 0.3 encoding, the JSON-RPC 2.0 envelope and
 // the protocol's error codes.
 //
-// The Go types follow the 1.0 data model (shared/spec/v1.0.1/a2a.proto) and
+// The Go types follow the 1.0 data model (the A2A 1.0 a2a.proto, package lf.a2a.v1) and
 // marshal to its JSON form directly; 0.3 shapes are produced and accepted by
 // the functions in v03.go. Task folding (Task.Apply) is pure and lives here so
 // every process folds an event log the same way.
