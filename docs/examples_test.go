@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 // How the examples run.
@@ -67,10 +69,8 @@ func TestMain(m *testing.M) {
 		bin = filepath.Join(dir, "a2amesh")
 		greeter = filepath.Join(dir, "greeter")
 		for out, pkg := range map[string]string{bin: "./cmd/a2amesh", greeter: "./examples/greeter"} {
-			cmd := exec.Command("go", "build", "-o", out, pkg)
-			cmd.Dir = repoRoot
-			if b, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
+			if err := testbin.BuildTo(out, pkg, false); err != nil {
+				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
 		}

@@ -25,8 +25,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +36,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 const (
@@ -346,55 +345,11 @@ func durStart(t *testing.T) *durProc {
 	return p
 }
 
-// durBuild builds ./cmd/a2amesh into a temporary directory, with the race
-// detector when this test binary has it.
+// durBuild builds the a2amesh binary, with the race detector when this
+// test binary has it.
 func durBuild(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := wd
-	for i := 0; i < 10; i++ {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		root = filepath.Dir(root)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("no go.mod above %s", wd)
-	}
-	bin := filepath.Join(t.TempDir(), "a2amesh")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	args := []string{"build", "-o", bin}
-	if durRaceEnabled() {
-		// Same flags as this test binary: the build reuses its compiled
-		// packages, and the child's races are reported by its cleanup.
-		args = append(args, "-race")
-	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/a2amesh")...)
-	cmd.Dir = root
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/a2amesh: %v\n%s", err, out)
-	}
-	t.Logf("built a2amesh (race detector: %v) in %v", durRaceEnabled(), time.Since(start).Round(time.Millisecond))
-	return bin
-}
-
-// durRaceEnabled reports whether this test binary was built with -race.
-func durRaceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" && s.Value == "true" {
-			return true
-		}
-	}
-	return false
+	return testbin.Build(t, "./cmd/a2amesh")
 }
 
 // durFreeAddr picks a free 127.0.0.1 port by listening on :0.

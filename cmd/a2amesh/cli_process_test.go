@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -28,17 +27,14 @@ import (
 
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
-// buildCLI builds this package's binary into a temporary directory.
+// buildCLI builds this command without the race detector (the CLI tests
+// run it many times).
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "a2amesh")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	return testbin.Build(t, "./cmd/a2amesh", false)
 }
 
 // ran is what one run of the binary did.

@@ -6,7 +6,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,9 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,29 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/testbin"
 	"github.com/stretchr/testify/require"
 )
 
-// buildA2amesh builds ./cmd/a2amesh into a temporary directory, with the
-// race detector when this test binary has it (the build then reuses its
-// compiled packages).
+// buildA2amesh builds this command, with the race detector when this test
+// binary has it.
 func buildA2amesh(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "a2amesh")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append(args, ".")...)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	return testbin.Build(t, "./cmd/a2amesh")
 }
 
 // roleEnv is a clean environment for a child: no A2AMESH_* or NATS_*

@@ -11,14 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/devmesh"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 // The example's run, against a whole mesh in this process whose NATS also
@@ -366,25 +365,9 @@ func TestGreeterBinary(t *testing.T) {
 	}
 }
 
-// buildGreeter builds this example into a temporary directory, with the
-// race detector when this test binary has it (the build then reuses its
-// compiled packages).
+// buildGreeter builds this example, with the race detector when this test
+// binary has it.
 func buildGreeter(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "greeter")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append(args, ".")...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return bin
+	return testbin.Build(t, "./examples/greeter")
 }

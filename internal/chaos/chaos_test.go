@@ -3,11 +3,11 @@ package chaos
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 // TestChaos is the bounded chaos run: about a minute of load on the
@@ -61,33 +61,8 @@ func TestChaos(t *testing.T) {
 }
 
 // buildA2amesh builds ./cmd/a2amesh without the race detector (nine role
-// processes under -race would swamp a small machine) into a temporary
-// directory.
+// processes under -race would swamp a small machine).
 func buildA2amesh(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := ""
-	for i := 0; i < 10 && root == ""; i++ {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			root = dir
-		}
-		dir = filepath.Dir(dir)
-	}
-	if root == "" {
-		t.Fatal("no go.mod above the test's directory")
-	}
-	bin := filepath.Join(t.TempDir(), "a2amesh")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/a2amesh")
-	cmd.Dir = root
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/a2amesh: %v\n%s", err, out)
-	}
-	t.Logf("built a2amesh in %v", time.Since(start).Round(time.Millisecond))
-	return bin
+	return testbin.Build(t, "./cmd/a2amesh", false)
 }
