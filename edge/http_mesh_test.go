@@ -192,7 +192,18 @@ func (m *httpMesh) post(t testing.TB, path, method string, params any) *rpcResp 
 // postH is post with extra request headers.
 func (m *httpMesh) postH(t testing.TB, path, method string, params any, hdr map[string]string) *rpcResp {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, m.URL+path, bytes.NewReader(rpcBody(t, method, params)))
+	resp := m.postRPC(t, context.Background(), path, method, params, hdr)
+	defer resp.Body.Close()
+	var out rpcResp
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return &out
+}
+
+// postRPC posts a JSON-RPC call (1.0 unless the method is a 0.3 one) with
+// extra headers and requires HTTP 200.
+func (m *httpMesh) postRPC(t testing.TB, ctx context.Context, path, method string, params any, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+path, bytes.NewReader(rpcBody(t, method, params)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if !strings.Contains(method, "/") {
@@ -203,11 +214,11 @@ func (m *httpMesh) postH(t testing.TB, path, method string, params any, hdr map[
 	}
 	resp, err := m.hc.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var out rpcResp
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return &out
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	return resp
 }
 
 // sseFrame is one event of an SSE answer.
@@ -223,19 +234,8 @@ func (m *httpMesh) streamCall(t testing.TB, path, method string, params any, hdr
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+path, bytes.NewReader(rpcBody(t, method, params)))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if !strings.Contains(method, "/") {
-		req.Header.Set("A2A-Version", "1.0")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := m.hc.Do(req)
-	require.NoError(t, err)
+	resp := m.postRPC(t, ctx, path, method, params, hdr)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), "content type %s", resp.Header.Get("Content-Type"))
 	var frames []sseFrame
 	sc := bufio.NewScanner(resp.Body)
@@ -245,6 +245,7 @@ func (m *httpMesh) streamCall(t testing.TB, path, method string, params any, hdr
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "id: "):
+			var err error
 			id, err = strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
 			require.NoError(t, err)
 		case strings.HasPrefix(line, "data: "):
