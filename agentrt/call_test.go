@@ -16,7 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // coordinator delegates the text it gets to the agent named by its first

@@ -23,8 +23,8 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // deadConfig is the layout of these tests, set explicitly (not the
@@ -128,7 +128,7 @@ func requireDeadLettered(t *testing.T, b *bus.Bus, agent, id string, rec *bus.Ta
 // ends failed with the reason on delivery MaxDeliver (the agent does not
 // run that time), and its work item is in A2A_DEAD.
 func TestMaxDeliveriesDeadLetter(t *testing.T) {
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Bus = deadConfig
 		c.NATSListen = "127.0.0.1:0" // the crashing workers connect over TCP
 	}))

@@ -13,7 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // A turn whose work item was published and then lost (here: purged from

@@ -11,8 +11,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // flooder writes more artifacts than a task's log may hold, then ends the
@@ -45,7 +45,7 @@ func (f *flooder) Run(_ context.Context, req *agentrt.Request, w agentrt.EventWr
 // did next (the last places of the log are kept for that).
 func TestTaskOverEventLimitFails(t *testing.T) {
 	const max = 40
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus.MaxTaskEvents = max }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus.MaxTaskEvents = max }))
 	for _, mode := range []string{"complete", "error", "return"} {
 		t.Run(mode, func(t *testing.T) {
 			name := "flood-" + mode

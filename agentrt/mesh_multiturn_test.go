@@ -20,8 +20,8 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // relay drives the built-in ask agent through the mesh:
@@ -77,7 +77,7 @@ const (
 func TestMeshContinuesDelegatedTask(t *testing.T) {
 	auth, err := edge.NewAuth(map[string][]string{"alice": {aliceKey}, "bob": {bobKey}})
 	require.NoError(t, err)
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Auth = auth }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Auth = auth }))
 	startWorker(t, m.Bus(), relay{})
 	alice := client.New(m.URL+"/agents/relay", client.WithHeader(edge.APIKeyHeader, aliceKey))
 	bob := client.New(m.URL+"/agents/relay", client.WithHeader(edge.APIKeyHeader, bobKey))

@@ -20,8 +20,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -61,7 +61,7 @@ func (wh *webhook) traceparents() []string {
 func TestTraceOfPushDelivery(t *testing.T) {
 	sr, tracer := recordSpans(t)
 	wh := newWebhook(t)
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Push.Enabled = true
 		c.Edge.Push.Trusted = []string{strings.TrimPrefix(wh.URL, "http://")}
 		c.Edge.Push.Backoff = 50 * time.Millisecond
@@ -174,7 +174,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 func TestLogsCarryTaskAndTraceIDs(t *testing.T) {
 	_, tracer := recordSpans(t)
 	var buf syncBuffer
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}))
 

@@ -12,8 +12,8 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // count reports how many times s was logged.
@@ -29,7 +29,7 @@ func (l *syncLog) count(s string) int {
 // when the bus takes writes again, instead of ending failed.
 func TestRefusedClaimsDoNotUseUpTheRuns(t *testing.T) {
 	cfg := bus.Config{AckWait: 3 * time.Second, MaxDeliver: 3}
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus = cfg }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	const name = "outlaster"
 	a := &counter{name: name}
 	id := queueTurn(t, m.Bus(), name, "outage-")

@@ -28,9 +28,9 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // gatedProxy is a TCP proxy on loopback whose traffic can be held (both
@@ -170,7 +170,7 @@ func waitInt(t *testing.T, ch <-chan int, d time.Duration, what string) int {
 // comes back, its events are refused: the task holds only B's output.
 func TestStalledRunIsSuperseded(t *testing.T) {
 	cfg := bus.Config{AckWait: 2 * time.Second, MaxDeliver: 5}
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Bus = cfg
 		c.NATSListen = "127.0.0.1:0"
 	}))
@@ -221,7 +221,7 @@ func TestStalledRunIsSuperseded(t *testing.T) {
 // back at once; another worker runs it long before AckWait would have.
 func TestStoppedWorkerHandsBack(t *testing.T) {
 	cfg := bus.Config{AckWait: 30 * time.Second, MaxDeliver: 5}
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus = cfg }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	const name = "handback"
 	a := newStepper(name)
 	stopA := startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Name: name, Instance: "a", Concurrency: 1, Timeout: time.Minute})
@@ -281,7 +281,7 @@ func (c *counter) Run(ctx context.Context, req *agentrt.Request, w agentrt.Event
 // and runs once the bus takes writes again.
 func TestRefusedClaimRunsLater(t *testing.T) {
 	cfg := bus.Config{AckWait: 3 * time.Second, MaxDeliver: 10}
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus = cfg }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	const name = "claimer"
 	a := &counter{name: name}
 	id := queueTurn(t, m.Bus(), name, "claim-")

@@ -29,9 +29,9 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // capEvents sets the events stream's max_msg_size (-1: no limit) and
@@ -259,7 +259,7 @@ func (r *refused) Run(ctx context.Context, req *agentrt.Request, w agentrt.Event
 func TestRefusedEndOfTurnRunsAgain(t *testing.T) {
 	// Set explicitly: room for a redelivery or two, a timely AckWait.
 	cfg := bus.Config{AckWait: 3 * time.Second, MaxDeliver: 8}
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus = cfg }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	for _, mode := range []string{"complete", "error", "timeout", "public", "artifact"} {
 		t.Run(mode, func(t *testing.T) {
 			name := "refused-" + mode

@@ -16,7 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // boundTask is the part of a task (1.0 or 0.3) these tests read.
@@ -80,7 +80,7 @@ func sendTask(t *testing.T, v10 bool, res json.RawMessage) boundTask {
 // task still working or submitted, and the task then completes on its own.
 func TestBlockingSendAnswersAtItsBound(t *testing.T) {
 	const bound = 600 * time.Millisecond
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.BlockingTimeout = bound }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.BlockingTimeout = bound }))
 	url := m.URL + "/agents/slow"
 	const work = "chunks=8 delay=250ms" // about 2 s
 
@@ -141,7 +141,7 @@ func TestBlockingSendWithoutBoundWaits(t *testing.T) {
 		{5 * time.Second, "chunks=2 delay=100ms"}, // settles well within
 	} {
 		t.Run(fmt.Sprint(c.bound), func(t *testing.T) {
-			m := meshtest.Start(t, meshtest.WithConfig(func(cfg *devmesh.Config) { cfg.Edge.BlockingTimeout = c.bound }))
+			m := meshtest.Start(t, meshtest.WithConfig(func(cfg *mesh.Config) { cfg.Edge.BlockingTimeout = c.bound }))
 			tk := sendTask(t, true, boundCall(t, m.URL+"/agents/slow", "SendMessage", map[string]any{
 				"message": map[string]any{"messageId": uuid.NewString(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": c.work}}}}))
 			require.Equal(t, "TASK_STATE_COMPLETED", tk.Status.State)

@@ -35,9 +35,9 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // ---- a webhook receiver on loopback ----
@@ -156,7 +156,7 @@ type pushMesh struct {
 func startPushMesh(t *testing.T, pc edge.PushConfig) *pushMesh {
 	t.Helper()
 	met := metrics.New()
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Push = pc
 		c.Edge.Metrics = met
 	}))

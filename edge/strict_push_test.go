@@ -13,12 +13,12 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 func TestStrictPushConfigNeedsTaskID(t *testing.T) {
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Push = edge.PushConfig{Enabled: true}
 	}))
 	send := strictCall(t, m.URL, "echo", "SendMessage", map[string]any{"message": map[string]any{

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // strictAnswer is one JSON-RPC answer, read from a JSON body or from the

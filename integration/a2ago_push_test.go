@@ -5,8 +5,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // The official Go SDK's push-config calls, in 1.0 and through its 0.3
@@ -14,7 +14,7 @@ import (
 // state with the SDK-set token.
 func TestA2AGoPushConfigs(t *testing.T) {
 	rcv := newReceiver(t)
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
 	for _, tc := range []struct {
 		name   string
 		client gosdkClientFunc

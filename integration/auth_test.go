@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 const (
@@ -36,7 +36,7 @@ func startAuthMesh(t *testing.T) *rawMesh {
 	t.Helper()
 	auth, err := edge.NewAuth(map[string][]string{"alice": {aliceKey}, "bob": {bobKey}})
 	require.NoError(t, err)
-	return startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Auth = auth }))
+	return startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Auth = auth }))
 }
 
 // Calls without valid credentials get 401 with a challenge, before any

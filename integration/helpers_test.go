@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )

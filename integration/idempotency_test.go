@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +18,7 @@ func sendID(t *testing.T, m *rawMesh, p proto, msg map[string]any) string {
 
 func TestIdempotencyWindow(t *testing.T) {
 	const window = 400 * time.Millisecond
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.IdempotencyWindow = window }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.IdempotencyWindow = window }))
 	for _, p := range bothProtos {
 		t.Run(p.name, func(t *testing.T) {
 			msg := p.msg("same message")
@@ -38,7 +38,7 @@ func TestIdempotencyWindow(t *testing.T) {
 }
 
 func TestIdempotencyOff(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.IdempotencyWindow = -1 }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.IdempotencyWindow = -1 }))
 	msg := v10.msg("again")
 	a := sendID(t, m, v10, msg)
 	b := sendID(t, m, v10, msg)
@@ -47,7 +47,7 @@ func TestIdempotencyOff(t *testing.T) {
 }
 
 func TestIdempotencyOffRepeatedTurnIsNew(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.IdempotencyWindow = -1 }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.IdempotencyWindow = -1 }))
 	first := v10.msg("hi")
 	tk := v10.sendTask(t, m.ok(t, "/agents/tck", v10.send, sendParams(first, nil)))
 	require.Equal(t, v10.inputRequired, tk.Status.State)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +17,7 @@ import (
 // An edge that dies between creating a task and enqueueing its turn leaves
 // it submitted with no work item; a worker's sweep must pick it up.
 func TestStrandedTaskIsReEnqueued(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.StaleAfter, c.SweepEvery = 300*time.Millisecond, 200*time.Millisecond }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.StaleAfter, c.SweepEvery = 300*time.Millisecond, 200*time.Millisecond }))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	id, ctxID := uuid.NewString(), uuid.NewString()

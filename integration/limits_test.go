@@ -15,8 +15,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // limitBurst is the burst of the limit tests. Their rate is so low (one
@@ -62,7 +62,7 @@ func requireRateLimited(t *testing.T, r *rpcReply) {
 func TestLimitRatePerPrincipal(t *testing.T) {
 	auth, err := edge.NewAuth(map[string][]string{"alice": {aliceKey}, "bob": {bobKey}})
 	require.NoError(t, err)
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Auth = auth
 		c.Edge.Limits = edge.Limits{Rate: limitRate, Burst: limitBurst}
 	}))
@@ -115,7 +115,7 @@ func TestLimitRatePerPrincipal(t *testing.T) {
 // Without auth the bucket is the client's address (the loopback here);
 // X-Forwarded-For does not buy a new one.
 func TestLimitByClientAddressWithoutAuth(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Limits = edge.Limits{Rate: limitRate, Burst: limitBurst}
 	}))
 	for i := 0; i < limitBurst; i++ {
@@ -133,7 +133,7 @@ func TestLimitByClientAddressWithoutAuth(t *testing.T) {
 // edge answers -32001 for them, in both versions, and serves the rest.
 func TestRetentionEvictedTaskIsNotFound(t *testing.T) {
 	const maxTasks, n = 5, 12
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Bus.MaxTasks = maxTasks }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus.MaxTasks = maxTasks }))
 	ids := make([]string, n)
 	for i := range ids {
 		tk := v10.sendTask(t, m.ok(t, "/agents/echo", "SendMessage", sendParams(v10.msg("keep "+strconv.Itoa(i)), nil)))

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // nodeScriptTimeout bounds each interop script run. The scripts bound
@@ -84,7 +84,7 @@ func TestNodeSDKInterop(t *testing.T) {
 
 	// Push on, trusting loopback receivers: the scripts' webhook listens
 	// on 127.0.0.1.
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Push = edge.PushConfig{Enabled: true, Trusted: []string{"127.0.0.1"}}
 	}))
 

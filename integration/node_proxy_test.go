@@ -16,8 +16,8 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // startNodeAgents runs one of the @a2a-js/sdk servers of integration/node/

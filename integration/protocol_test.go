@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -499,7 +499,7 @@ func TestProtocolSends(t *testing.T) {
 }
 
 func TestProtocolTaskTimeout(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.TaskTimeout = 300 * time.Millisecond }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.TaskTimeout = 300 * time.Millisecond }))
 	for _, p := range bothProtos {
 		t.Run(p.name, func(t *testing.T) {
 			start := time.Now()
@@ -758,7 +758,7 @@ func TestProtocolCORS(t *testing.T) {
 	})
 
 	t.Run("configured origin", func(t *testing.T) {
-		m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.CORSOrigins = []string{origin} }))
+		m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.CORSOrigins = []string{origin} }))
 		for _, path := range []string{"/a2a", "/agents/echo"} {
 			resp := preflight(t, m, path, origin)
 			assert.Equal(t, http.StatusNoContent, resp.StatusCode, path)

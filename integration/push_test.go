@@ -20,9 +20,9 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/registry"
 )
 
@@ -165,7 +165,7 @@ func requireSigned(t testing.TB, set pushsig.JWKSet, h hit, url, taskID string) 
 // config's Authorization and a signature that verifies with the JWKS.
 func TestPushBothVersionsAndTokenShapes(t *testing.T) {
 	rcv := newReceiver(t)
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
 	set := m.jwks(t)
 
 	status, _, card := m.getJSON(t, "/.well-known/agent-card.json", nil)
@@ -286,7 +286,7 @@ func TestPushBothVersionsAndTokenShapes(t *testing.T) {
 // set under: the read-back equals what the client sent.
 func TestPushConfigKeepsTenant(t *testing.T) {
 	rcv := newReceiver(t)
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
 	tk := v10.sendTask(t, m.ok(t, "/agents/ask", v10.send, sendParams(v10.msg("hi"), nil)))
 	cfg := map[string]any{"tenant": "ask", "taskId": tk.ID, "id": "t1", "url": rcv.URL + "/hook/tenant", "token": "tok"}
 	var set, got a2a.TaskPushNotificationConfig
@@ -312,7 +312,7 @@ func TestPushConfigKeepsTenant(t *testing.T) {
 func TestPushRefusals(t *testing.T) {
 	rcv := newReceiver(t)
 	untrusted := newReceiver(t) // loopback too, but not allow-listed
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Push = pushConfig(rcv.hostPort()) }))
 	tk := v10.sendTask(t, m.ok(t, "/agents/ask", "SendMessage", sendParams(v10.msg("hi"), nil)))
 
 	for _, c := range []struct {
@@ -365,7 +365,7 @@ func TestPushOtherPrincipal(t *testing.T) {
 	rcv := newReceiver(t)
 	auth, err := edge.NewAuth(map[string][]string{"alice": {aliceKey}, "bob": {bobKey}})
 	require.NoError(t, err)
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) {
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Auth = auth
 		c.Edge.Push = pushConfig(rcv.hostPort())
 	}))
@@ -438,7 +438,7 @@ func startPushEdge(t *testing.T, natsURL string, pc edge.PushConfig) *pushEdge {
 func TestPushRetriesSurviveEdgeRestart(t *testing.T) {
 	rcv := newReceiver(t)
 	// The mesh's own edge does not deliver push: edges A and B do.
-	mesh := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.NATSListen = "127.0.0.1:0" }))
+	mesh := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.NATSListen = "127.0.0.1:0" }))
 	pc := pushConfig(rcv.hostPort())
 	pc.Backoff, pc.MaxAttempts = 300*time.Millisecond, 5
 	edgeA := startPushEdge(t, mesh.NATSURL(), pc)

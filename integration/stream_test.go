@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -283,7 +283,7 @@ func TestStreamResume(t *testing.T) {
 }
 
 func TestStreamKeepAlive(t *testing.T) {
-	m := startRawMesh(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.KeepAlive = 100 * time.Millisecond }))
+	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.KeepAlive = 100 * time.Millisecond }))
 	s, id := m.stream(t, "/agents/slow", "SendStreamingMessage", sendParams(v10.msg("chunks=2 delay=500ms"), nil), nil)
 	frames := s.readAll(t, v10, id, 50)
 	requireStreamOrder(t, frames, 0)

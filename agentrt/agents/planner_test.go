@@ -15,7 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 func TestSplitPlan(t *testing.T) {

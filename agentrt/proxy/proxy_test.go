@@ -23,8 +23,8 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
 	"github.com/a2amesh/a2amesh/client"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // upstream is an A2A agent served by the a2a-go SDK on loopback: the

@@ -16,7 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/bench"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -106,7 +106,7 @@ func runBench(ctx context.Context, args []string) error {
 		defer stopTracing()
 		// As `dev` runs by default: push delivery on (its dispatcher reads
 		// every event), no auth, no rate limit.
-		m, err := devmesh.Start(ctx, devmesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger,
+		m, err := mesh.Start(ctx, mesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger,
 			Edge: edge.Config{Push: edge.PushConfig{Enabled: *push}}})
 		if err != nil {
 			return fmt.Errorf("starting dev mesh: %w", err)

@@ -26,8 +26,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
 	"github.com/a2amesh/a2amesh/internal/testbin"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // buildCLI builds this command without the race detector (the CLI tests
@@ -109,11 +109,11 @@ func taskIDIn(t *testing.T, stdout string) string {
 	return m[1]
 }
 
-func startDevMesh(t *testing.T, auth *edge.Auth) *devmesh.Mesh {
+func startDevMesh(t *testing.T, auth *edge.Auth) *mesh.Mesh {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := devmesh.Start(ctx, devmesh.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
+	m, err := mesh.Start(ctx, mesh.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Edge: edge.Config{Auth: auth}})
 	require.NoError(t, err)
 	t.Cleanup(m.Close)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -46,12 +46,12 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
-	cfg := devmesh.Config{
+	cfg := mesh.Config{
 		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, DelegateWait: delegateWait(), SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, MaxTasks: *maxTasks},
 	}
-	m, err := devmesh.Start(ctx, cfg)
+	m, err := mesh.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/testbin"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // The example's run, against a whole mesh in this process whose NATS also
@@ -25,7 +25,7 @@ import (
 // greeter joins over that port, and a client reaches it through the edge
 // with plain JSON-RPC over HTTP.
 func TestGreeterJoinsTheMesh(t *testing.T) {
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.NATSListen = "127.0.0.1:0" }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.NATSListen = "127.0.0.1:0" }))
 	if !strings.HasPrefix(m.NATSURL(), "nats://127.0.0.1:") {
 		t.Fatalf("mesh NATS URL %q, want one on 127.0.0.1", m.NATSURL())
 	}
@@ -318,7 +318,7 @@ func stream(t *testing.T, hc *http.Client, url, text string) []streamEvent {
 // from the environment (NATS_URL), stopped with Ctrl-C (SIGINT), after
 // which it exits 0 and hands its place in the mesh back.
 func TestGreeterBinary(t *testing.T) {
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.NATSListen = "127.0.0.1:0" }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.NATSListen = "127.0.0.1:0" }))
 	bin := buildGreeter(t)
 
 	cmd := exec.Command(bin, "-word-delay", "1ms")

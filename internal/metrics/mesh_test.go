@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/devmesh"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -23,7 +23,7 @@ import (
 // The dev mesh with metrics on: calls through the edge and the echo
 // worker's runs show on the edge's /metrics.
 func TestMeshMetrics(t *testing.T) {
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *devmesh.Config) { c.Edge.Metrics = metrics.New() }))
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Metrics = metrics.New() }))
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr, Timeout: 20 * time.Second}

@@ -1,4 +1,4 @@
-package devmesh
+package mesh
 
 import (
 	"context"

@@ -12,27 +12,27 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/devmesh"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // Mesh is a running test mesh.
 type Mesh struct {
-	*devmesh.Mesh
+	*mesh.Mesh
 	// URL is the edge's base URL, http://127.0.0.1:PORT.
 	URL string
 }
 
 // Option adjusts the mesh's configuration.
-type Option func(*devmesh.Config)
+type Option func(*mesh.Config)
 
 // WithConfig lets a test change any setting.
-func WithConfig(f func(*devmesh.Config)) Option { return Option(f) }
+func WithConfig(f func(*mesh.Config)) Option { return Option(f) }
 
 // Start starts a mesh and stops it when the test ends. Logs are discarded
 // unless A2AMESH_TEST_LOG is set.
 func Start(t testing.TB, opts ...Option) *Mesh {
 	t.Helper()
-	cfg := devmesh.Config{
+	cfg := mesh.Config{
 		Listen:  "127.0.0.1:0",
 		DataDir: t.TempDir(),
 		Edge:    edge.Config{KeepAlive: 15 * time.Second},
@@ -46,7 +46,7 @@ func Start(t testing.TB, opts ...Option) *Mesh {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := devmesh.Start(ctx, cfg)
+	m, err := mesh.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("meshtest: start mesh: %v", err)
 	}

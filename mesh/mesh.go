@@ -1,7 +1,7 @@
-// Package devmesh runs a whole mesh in one process: an embedded NATS server
+// Package mesh runs a whole mesh in one process: an embedded NATS server
 // with JetStream, one edge and workers for the built-in agents. It backs
 // `a2amesh dev`, the benchmark and the tests.
-package devmesh
+package mesh
 
 import (
 	"context"
