@@ -1,6 +1,16 @@
-// Package mesh runs a whole mesh in one process: an embedded NATS server
-// with JetStream, one edge and workers for the built-in agents. It backs
-// `a2amesh dev`, the benchmark and the tests.
+// Package mesh runs a whole a2amesh in one process: an embedded NATS
+// server with JetStream, one HTTP edge that serves A2A, the registry table
+// the edge routes by, and a worker for each built-in agent (echo, slow,
+// ask, upper, planner, tck; see package agentrt/agents).
+//
+// It is what `a2amesh dev` runs, and it is meant to be embedded: in a
+// program that wants an A2A endpoint without running NATS, or in tests
+// that need a real mesh (package mesh/meshtest starts one per test).
+// Workers of your own join it over the bus: set Config.NATSListen and
+// point an agentrt.Worker at NATSURL, or use Bus in the same process.
+//
+// Start returns once the mesh serves requests and every built-in agent is
+// registered; Close stops everything and returns when it has stopped.
 package mesh
 
 import (
@@ -22,7 +32,8 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Config configures a dev mesh.
+// Config configures a mesh. Only DataDir is required; the zero value of
+// every other field is a working default.
 type Config struct {
 	// LostGrace is the edge's registry grace for agents whose workers
 	// stopped answering (registry.Table.LostGrace; 0: the default).
@@ -48,14 +59,18 @@ type Config struct {
 	StaleAfter, SweepEvery time.Duration
 	// Concurrency is each built-in worker's task limit (default 64).
 	Concurrency int
-	// SyncAlways fsyncs every JetStream write.
+	// SyncAlways fsyncs every JetStream write (survives an OS crash;
+	// slower).
 	SyncAlways bool
-	// Bus overrides the JetStream layout settings.
-	Bus    bus.Config
+	// Bus sets the bus's JetStream settings (ack wait, retention, task
+	// limits; see bus.Config; zero fields take bus.DefaultConfig's).
+	Bus bus.Config
+	// Logger receives the logs of the edge, the workers and the registry
+	// table (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// Mesh is a running dev mesh.
+// Mesh is a running mesh, from Start until Close.
 type Mesh struct {
 	srv    *bus.Server
 	nc     *nats.Conn
@@ -68,11 +83,12 @@ type Mesh struct {
 	once   sync.Once
 }
 
-// Start starts a dev mesh and returns once it serves requests and every
-// built-in agent is registered.
+// Start starts a mesh and returns once its edge serves requests on
+// cfg.Listen and every built-in agent is registered. ctx bounds the start
+// only: the mesh runs until Close. On error nothing is left running.
 func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	if cfg.DataDir == "" {
-		return nil, errors.New("devmesh: DataDir is required")
+		return nil, errors.New("mesh: DataDir is required")
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:8080"
@@ -94,17 +110,17 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	}()
 	// Take the HTTP port first: a busy port fails before anything starts.
 	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("devmesh: listen: %w", err)
+		return nil, fmt.Errorf("mesh: listen: %w", err)
 	}
 	scfg := bus.ServerConfig{DataDir: filepath.Join(cfg.DataDir, "jetstream"), DontListen: cfg.NATSListen == "", SyncAlways: cfg.SyncAlways}
 	if cfg.NATSListen != "" {
 		host, port, err := net.SplitHostPort(cfg.NATSListen)
 		if err != nil {
-			return nil, fmt.Errorf("devmesh: nats listen address: %w", err)
+			return nil, fmt.Errorf("mesh: nats listen address: %w", err)
 		}
 		var p int
 		if _, err := fmt.Sscan(port, &p); err != nil {
-			return nil, fmt.Errorf("devmesh: nats listen port: %w", err)
+			return nil, fmt.Errorf("mesh: nats listen port: %w", err)
 		}
 		scfg.Host, scfg.Port = host, p
 	}
@@ -112,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 		return nil, err
 	}
 	if m.nc, err = m.srv.Connect("a2amesh-dev"); err != nil {
-		return nil, fmt.Errorf("devmesh: connect: %w", err)
+		return nil, fmt.Errorf("mesh: connect: %w", err)
 	}
 	if m.bus, err = bus.Open(ctx, m.nc, cfg.Bus); err != nil {
 		return nil, err
@@ -169,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 			return nil, err
 		}
 	case <-ctx.Done(): // Close (deferred above) ends runCtx, and so Start
-		return nil, fmt.Errorf("devmesh: push delivery not started: %w", ctx.Err())
+		return nil, fmt.Errorf("mesh: push delivery not started: %w", ctx.Err())
 	}
 	m.http = edge.NewServer(e, cfg.Logger)
 	m.wg.Add(1)
@@ -201,7 +217,7 @@ func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("devmesh: %d built-in agents not registered after 15s", missing)
+			return fmt.Errorf("mesh: %d built-in agents not registered after 15s", missing)
 		case <-tick.C:
 		}
 	}
@@ -210,14 +226,20 @@ func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.
 // URL is the edge's base URL.
 func (m *Mesh) URL() string { return "http://" + m.ln.Addr().String() }
 
-// NATSURL is the NATS client URL, when NATSListen was set.
+// NATSURL is the NATS client URL for workers and tools outside this
+// process. It is meaningful only when Config.NATSListen was set: otherwise
+// NATS serves this process only and the URL names no listener.
 func (m *Mesh) NATSURL() string { return m.srv.ClientURL() }
 
-// Bus is the mesh's bus connection.
+// Bus is the mesh's bus connection, shared by its edge and workers; a
+// worker in this process may use it too. It is closed by Close.
 func (m *Mesh) Bus() *bus.Bus { return m.bus }
 
 // Close stops the edge (open streams are cut after a short grace), the
-// workers (tasks in hand go back to the queue), and the NATS server.
+// workers (tasks in hand go back to the queue), the registry table and the
+// NATS server, and returns when they have stopped. The data in
+// Config.DataDir stays: a later Start with the same DataDir finds the
+// tasks again. Close may be called more than once.
 func (m *Mesh) Close() {
 	m.once.Do(func() {
 		if m.http == nil && m.ln != nil {
