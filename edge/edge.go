@@ -15,6 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
 )
 
@@ -53,8 +54,15 @@ type Config struct {
 	Auth *Auth
 	// Limits bounds what each principal may ask of the edge (limit.go).
 	Limits Limits
-	// Push configures push-notification delivery (push.go).
+	// Push configures push notifications (push.go). With Push.Enabled and
+	// no PushDeliverer, the edge makes a deliverer (NewPushDeliverer),
+	// which Start runs.
 	Push PushConfig
+	// PushDeliverer, when set, is the push deliverer its host runs beside
+	// the edge (push.Deliverer.Run): the edge serves the push-config
+	// methods from its store and /.well-known/jwks.json from its key set,
+	// and waits for it to run before it is ready. Push is then ignored.
+	PushDeliverer *push.Deliverer
 	// Metrics, when set, records the edge's metrics and serves them on
 	// GET /metrics (public, like /healthz: counts only, no task data).
 	Metrics *metrics.Metrics
@@ -69,8 +77,15 @@ type Edge struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
-	limiter *limiter                  // nil: no rate limit (limit.go)
-	pushSt  atomic.Pointer[pushState] // set once Start runs push (push.go)
+	limiter *limiter // nil: no rate limit (limit.go)
+	// Push (push.go): pusher is the push deliverer (nil: push off, or a
+	// bad Config.Push: pushErr says why); ownPush when the edge made it
+	// itself, for Start to run (pushStarted, closing pushDone at its end).
+	pusher      *push.Deliverer
+	pushErr     error
+	ownPush     bool
+	pushStarted atomic.Bool
+	pushDone    chan struct{}
 	// budget bounds how long a call or stream rides out a failover
 	// before it answers -32000 (0: bus.FailoverBudget; tests change it).
 	budget time.Duration
@@ -112,6 +127,12 @@ func New(cfg Config) *Edge {
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
+	if cfg.PushDeliverer != nil {
+		e.pusher = cfg.PushDeliverer
+	} else {
+		e.pusher, e.pushErr = NewPushDeliverer(cfg)
+		e.ownPush, e.pushDone = e.pusher != nil, make(chan struct{})
+	}
 	e.routes()
 	e.watchMetrics()
 	return e
@@ -146,16 +167,14 @@ func (e *Edge) routes() {
 // WaitingFor lists what the edge still waits for before it is ready
 // (empty: ready): "agent registry" until its registry table has loaded
 // the registry, "push delivery" while push is configured but its
-// consumers are not running (see Start).
+// deliverer is not running (see Start and Config.PushDeliverer).
 func (e *Edge) WaitingFor() []string {
 	var w []string
 	if !e.reg.Loaded() {
 		w = append(w, "agent registry")
 	}
-	if e.cfg.Push.Enabled {
-		if st := e.push(); st == nil || !st.running.Load() {
-			w = append(w, "push delivery")
-		}
+	if e.pushWaiting() {
+		w = append(w, "push delivery")
 	}
 	return w
 }
