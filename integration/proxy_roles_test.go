@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/a2amesh/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/internal/a2agoecho"
 )
 
 // An agent served by another implementation (the a2a-go SDK, in this test
@@ -25,7 +25,7 @@ func TestProxyWorkerProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	upURL, stopUp, err := bench.StartA2AGoEcho(ctx)
+	upURL, stopUp, err := a2agoecho.Start(ctx)
 	require.NoError(t, err)
 	defer stopUp()
 

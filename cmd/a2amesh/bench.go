@@ -14,8 +14,9 @@ import (
 
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/internal/a2agoecho"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/tracing"
 )
@@ -119,7 +120,7 @@ func runBench(ctx context.Context, args []string) error {
 		meshEndpoint = meshURL + "/agents/echo"
 	}
 
-	goURL, stopGo, err := bench.StartA2AGoEcho(ctx)
+	goURL, stopGo, err := a2agoecho.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("starting a2a-go echo server: %w", err)
 	}

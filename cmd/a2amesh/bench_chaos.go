@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/chaos"
+	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/chaos"
 )
 
 // runBenchChaos runs the chaos harness (internal/chaos): the production

@@ -1,4 +1,7 @@
-package bench
+// Package a2agoecho serves an echo agent built on the a2a-go v2 SDK's
+// server stack: the baseline `a2amesh bench` measures the mesh against,
+// and an upstream agent of another implementation for the proxy tests.
+package a2agoecho
 
 import (
 	"context"
@@ -9,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,21 +20,10 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
-// A2AGoV1Path is where StartA2AGoEcho serves the SDK's A2A 1.0 JSON-RPC
-// handler (SendMessage, GetTask, ...), relative to the URL it returns. The
-// URL itself serves the SDK's A2A 0.3 compat handler (message/send, ...).
-const A2AGoV1Path = "/v1"
-
-// A2AGoEndpoint returns the endpoint of the server started by
-// StartA2AGoEcho at base that speaks method's protocol version: base for
-// message/send (0.3), base+A2AGoV1Path for SendMessage (1.0). The mesh needs
-// no such choice: one agent URL takes both.
-func A2AGoEndpoint(base, method string) string {
-	if method == MethodSend10 {
-		return strings.TrimSuffix(base, "/") + A2AGoV1Path
-	}
-	return base
-}
+// V1Path is where Start serves the SDK's A2A 1.0 JSON-RPC handler
+// (SendMessage, GetTask, ...), relative to the URL it returns. The URL
+// itself serves the SDK's A2A 0.3 compat handler (message/send, ...).
+const V1Path = "/v1"
 
 // echoExecutor is an a2asrv.AgentExecutor doing what the mesh's built-in
 // echo agent does: the task is created, the text parts of the message come
@@ -70,19 +61,19 @@ func (echoExecutor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 	}
 }
 
-// StartA2AGoEcho serves an echo agent built on the a2a-go v2 SDK's server
+// Start serves an echo agent built on the a2a-go v2 SDK's server
 // stack (a2asrv.NewHandler with its default in-memory task store and event
 // queues) on 127.0.0.1 at a free port. The returned url takes A2A 0.3
 // JSON-RPC (message/send, via the SDK's a2av0 compat handler);
-// url+A2AGoV1Path takes A2A 1.0 JSON-RPC (SendMessage); both share one
+// url+V1Path takes A2A 1.0 JSON-RPC (SendMessage); both share one
 // request handler and task store. url/.well-known/agent-card.json is the
 // agent card. stop shuts the server down (waiting up to 5s for requests in
 // flight); it is safe to call more than once. The server also stops when
 // ctx ends.
-func StartA2AGoEcho(ctx context.Context) (url string, stop func(), err error) {
+func Start(ctx context.Context) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, fmt.Errorf("bench: listen: %w", err)
+		return "", nil, fmt.Errorf("a2agoecho: listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
 
@@ -96,7 +87,7 @@ func StartA2AGoEcho(ctx context.Context) (url string, stop func(), err error) {
 		Description: "a2a-go SDK echo agent (benchmark baseline)",
 		Version:     "1.0.0",
 		SupportedInterfaces: []*a2a.AgentInterface{
-			{URL: base + A2AGoV1Path, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
+			{URL: base + V1Path, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
 			{URL: base, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
 		},
 		Capabilities:       a2a.AgentCapabilities{Streaming: true},
@@ -109,7 +100,7 @@ func StartA2AGoEcho(ctx context.Context) (url string, stop func(), err error) {
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /.well-known/agent-card.json", a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card)))
-	mux.Handle("POST "+A2AGoV1Path, a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle("POST "+V1Path, a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle("POST /{$}", a2av0.NewJSONRPCHandler(handler))
 
 	srv := &http.Server{
@@ -122,7 +113,7 @@ func StartA2AGoEcho(ctx context.Context) (url string, stop func(), err error) {
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("bench: a2a-go echo server stopped", "error", err)
+			logger.Error("a2agoecho: a2a-go echo server stopped", "error", err)
 		}
 	}()
 

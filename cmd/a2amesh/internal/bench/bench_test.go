@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/a2agoecho"
 )
 
 func TestBodyShapes(t *testing.T) {
@@ -142,7 +144,7 @@ func TestRunCountsErrorsAndBounds(t *testing.T) {
 func TestA2AGoEchoServesBothVersions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	url, stop, err := StartA2AGoEcho(ctx)
+	url, stop, err := a2agoecho.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestA2AGoEchoServesBothVersions(t *testing.T) {
 
 func TestA2AGoEchoStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	url, stop, err := StartA2AGoEcho(ctx)
+	url, stop, err := a2agoecho.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func BenchmarkA2AGoEcho(b *testing.B) {
 		b.Run(method, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			url, stop, err := StartA2AGoEcho(ctx)
+			url, stop, err := a2agoecho.Start(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
