@@ -163,29 +163,32 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 
 	ecfg := cfg.Edge
 	ecfg.Bus, ecfg.Registry, ecfg.Logger = m.bus, table, cfg.Logger
+	// Push delivery (with Edge.Push.Enabled) runs beside the edge, which
+	// serves the push-config methods from it, and stops with the mesh.
+	// Start returns once it runs (it retries what NATS refuses meanwhile,
+	// bounded by ctx here), so the mesh is ready when Start returns.
+	pusher, err := edge.NewPushDeliverer(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	ecfg.PushDeliverer = pusher
 	e := edge.New(ecfg)
-	// The edge's background work (push delivery), stopped with the mesh.
-	// Start returns once push delivery runs (retrying what NATS refuses
-	// meanwhile, bounded by ctx here), so the mesh is ready when Start
-	// returns.
-	started := make(chan error, 1)
-	m.wg.Add(2)
-	go func() {
-		defer m.wg.Done()
-		started <- e.Start(runCtx)
-	}()
-	go func() {
-		defer m.wg.Done()
-		<-runCtx.Done()
-		e.Wait()
-	}()
-	select {
-	case err := <-started:
-		if err != nil {
-			return nil, err
+	if pusher != nil {
+		ran := make(chan error, 1)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			ran <- pusher.Run(runCtx)
+		}()
+		select {
+		case <-pusher.Ready():
+		case err := <-ran: // a bad signing key; nil: runCtx ended
+			if err != nil {
+				return nil, err
+			}
+		case <-ctx.Done(): // Close (deferred above) ends runCtx, and so Run
+			return nil, fmt.Errorf("mesh: push delivery not started: %w", ctx.Err())
 		}
-	case <-ctx.Done(): // Close (deferred above) ends runCtx, and so Start
-		return nil, fmt.Errorf("mesh: push delivery not started: %w", ctx.Err())
 	}
 	m.http = edge.NewServer(e, cfg.Logger)
 	m.wg.Add(1)
