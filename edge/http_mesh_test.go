@@ -4,7 +4,7 @@ package edge_test
 // an embedded NATS server with JetStream, the bus, a registry table,
 // workers for the built-in agents a test names, and the edge served by
 // edge.NewServer (the server every role runs it behind) on a loopback
-// port. Unlike internal/devmesh it lets a test run an edge without a
+// port. Unlike package mesh it lets a test run an edge without a
 // default agent, and it records what the edge logs.
 
 import (
