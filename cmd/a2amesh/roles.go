@@ -431,37 +431,40 @@ func runEdge(ctx context.Context, args []string) error {
 		_ = table.Run(rctx, b) // returns when rctx ends; retries its watch meanwhile
 	}()
 	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
+	// Push delivery (--push) runs beside the HTTP server; the edge serves
+	// the push-config methods from it.
+	pusher, err := edge.NewPushDeliverer(cfg)
+	if err != nil {
+		return errors.Join(err, stopServing())
+	}
+	cfg.PushDeliverer = pusher
 	e := edge.New(cfg)
 	gate.Open(e)
 	opened.Store(true)
-	started := make(chan error, 1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		started <- e.Start(rctx) // push delivery: retries through failovers; errs on configuration only
-	}()
+	ran := make(chan error, 1) // push delivery's end: a configuration error, or nil once rctx ends
+	if pusher != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ran <- pusher.Run(rctx) // retries through failovers; errs on configuration only
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		logReady(rctx, e, url, showURLs(*nf.url), log)
 	}()
-	var startErr error
+	var runErr error
 	select {
 	case <-served: // the HTTP server failed; stopServing returns why
-	case startErr = <-started: // a configuration error, or nil once push runs
-		if startErr == nil {
-			select {
-			case <-served:
-			case <-ctx.Done():
-			}
-		}
+	case runErr = <-ran: // a configuration error (push delivery runs until rctx ends)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
 	serr := stopServing()
 	stopBackground()
-	e.Wait()
-	return errors.Join(startErr, serr)
+	wg.Wait()
+	return errors.Join(runErr, serr)
 }
 
 // logReady logs "a2amesh edge ready" once the edge is, and what it still
