@@ -41,7 +41,7 @@ func (d *Deliverer) deliverLoop(ctx context.Context, cons jetstream.Consumer) {
 	if err != nil {
 		return // ctx ended
 	}
-	// Jobs are sharded by task: one edge delivers a task's notifications
+	// Jobs are sharded by task: one deliverer delivers a task's notifications
 	// one at a time, in the order it receives them.
 	shards := make([]chan jetstream.Msg, n)
 	var wg sync.WaitGroup
@@ -88,7 +88,7 @@ func (d *Deliverer) deliverLoop(ctx context.Context, cons jetstream.Consumer) {
 			_ = m.Nak()
 		}
 	}
-	// Hand back what this edge holds, so another edge delivers it now
+	// Hand back what this deliverer holds, so another one delivers it now
 	// rather than after the ack wait.
 	it.Drain()
 	for i := 0; i < 4*n; i++ {
@@ -132,7 +132,7 @@ func (d *Deliverer) deliver(ctx context.Context, m jetstream.Msg) {
 	log := d.log.With("task_id", job.TaskID, "push_config", job.ConfigID, "seq", job.Seq, "attempt", attempt)
 	retry := func(why string, err error) {
 		if ctx.Err() != nil {
-			_ = m.Nak() // this edge is stopping: another one retries at once
+			_ = m.Nak() // this deliverer is stopping: another one retries at once
 			return
 		}
 		if int(attempt) >= d.cfg.MaxAttempts {

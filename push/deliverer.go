@@ -198,7 +198,7 @@ func (d *Deliverer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.store = &Store{bus: d.bus, kv: d.kv, guard: d.guard, maxConfigs: d.cfg.MaxConfigsPerTask, log: d.log}
+	d.store = newStore(d.bus, d.kv, d.guard, d.cfg)
 	if d.signer, err = d.loadSigner(ctx, d.keyFile); err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (d *Deliverer) dispatchLoop(ctx context.Context, cons jetstream.Consumer) {
 				break
 			}
 			if ctx.Err() != nil {
-				nakAll(group, 0) // hand them to another edge now
+				nakAll(group, 0) // hand them to another deliverer now
 				continue
 			}
 			d.dispatch(ctx, group)

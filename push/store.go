@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -25,6 +26,28 @@ type Store struct {
 	guard      *ssrf.Guard
 	maxConfigs int
 	log        *slog.Logger
+}
+
+// OpenStore opens the config store on b, creating the push bucket and the
+// delivery stream when they are missing, for a host that serves the
+// push-config methods while Deliverers run elsewhere (a Deliverer opens
+// its own: Deliverer.Store). Only cfg's Trusted, MaxConfigsPerTask and
+// Logger matter here.
+func OpenStore(ctx context.Context, b *bus.Bus, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	guard, err := ssrf.New(cfg.Trusted)
+	if err != nil {
+		return nil, fmt.Errorf("push: allow-list: %w", err)
+	}
+	kv, err := b.OpenPush(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(b, kv, guard, cfg), nil
+}
+
+func newStore(b *bus.Bus, kv *bus.PushStore, guard *ssrf.Guard, cfg Config) *Store {
+	return &Store{bus: b, kv: kv, guard: guard, maxConfigs: cfg.MaxConfigsPerTask, log: cfg.Logger}
 }
 
 // Bounds of a push config's fields.
