@@ -13,8 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/a2amesh/a2amesh/tracing"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/a2amesh/a2amesh/tasks"
 )
 
 // MetaParent is the metadata key under which a delegated task's work
@@ -140,73 +139,79 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 	if len(msg.Parts) == 0 {
 		return nil, errors.New("agentrt: a message needs at least one part")
 	}
-	msg.Role = a2a.RoleUser
 	n := m.calls.Add(1)
 	if msg.MessageID == "" {
 		msg.MessageID = m.callID("msg", agent, n)
 	}
-	var rec *bus.TaskRecord
+	turn := tasks.Turn{Agent: agent, Message: msg, Metadata: m.metadata(), TraceMetadata: true,
+		Admit: m.requireLive, Wait: true}
 	if msg.TaskID != "" {
-		rec, err = m.continueTask(ctx, &msg)
-	} else {
-		rec, err = m.newTask(ctx, agent, &msg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	id := rec.Task.ID
-	if rec.Task.Status.State.Final() {
-		return &rec.Task, nil // a re-run found the delegated task settled
-	}
-	watch, err := m.b.WatchSettle(id)
-	if err != nil {
-		return nil, err
-	}
-	defer watch.Stop()
-	item := &bus.WorkItem{
-		TaskID: id, ContextID: rec.Task.ContextID, Agent: rec.Agent, Message: msg,
-		Owner: rec.Owner, Enqueued: a2a.Now(),
-	}
-	// A task found from an earlier run is queued again only if it never
-	// left the queue's hands (the message id dedupes the work item); one
-	// that is working has a worker.
-	if rec.Task.Status.State == a2a.StateSubmitted {
-		msgID := bus.WorkMsgID(id, msg.MessageID)
-		pctx, pspan, hdr := tracing.StartPublish(ctx, tracing.Tracer(scope), bus.WorkSubject(item.Agent, id), bus.WorkFilter(item.Agent), msgID, nil)
-		item.Metadata = tracing.ToMetadata(pctx, m.metadata())
-		err := m.b.Enqueue(pctx, item, msgID, hdr)
-		endSpan(pspan, err)
-		if err != nil {
-			if errors.Is(err, bus.ErrQueueFull) {
-				m.fail(id, "the mesh's queue for agent "+rec.Agent+" is full")
-			}
+		if turn.Task, err = m.visible(ctx, msg.TaskID); err != nil {
 			return nil, err
 		}
-	}
-	wctx, stopWait, byDeadline := m.waitContext(ctx, start)
-	defer stopWait()
-	settled, err := watch.Wait(wctx, rec)
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(context.Cause(wctx), ErrWaitExpired) {
-			return m.waitExpired(ctx, rec, start, byDeadline)
+	} else {
+		turn.TaskID, turn.TaskMetadata = uuid.NewString(), m.metadata()
+		if p := m.parent; p != nil {
+			// The task id follows from the calling turn and the message,
+			// so a re-run of the turn meets the task it created before.
+			turn.TaskID = uuid.NewSHA1(callNS, []byte("task\x00"+agent+"\x00"+p.TaskID+"\x00"+msg.MessageID)).String()
+			turn.Owner = p.owner
+			if turn.Message.ContextID == "" {
+				turn.Message.ContextID = p.ContextID
+			}
 		}
+	}
+	lc := m.tasks()
+	sub, err := lc.Submit(ctx, turn)
+	if errors.Is(err, tasks.ErrNotContinuable) {
+		return nil, fmt.Errorf("%w: %w", ErrNotContinuable, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	if sub.Task.Task.Status.State.Final() {
+		return &sub.Task.Task, nil // a re-run found the delegated task settled
+	}
+	until, byDeadline := m.waitBound(ctx, start)
+	settled, err := lc.Await(ctx, sub, until)
+	var unsettled *tasks.UnsettledError
+	switch {
+	case errors.As(err, &unsettled):
+		return nil, &WaitError{Agent: settled.Agent, TaskID: settled.Task.ID, State: unsettled.State,
+			Waited: time.Since(start), Deadline: byDeadline}
+	case err != nil:
 		if cause := context.Cause(ctx); errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrTimedOut) {
-			m.cancel(id)
+			m.cancel(sub.Task.Task.ID)
 		}
 		return nil, err
 	}
 	return &settled.Task, nil
 }
 
-// waitContext bounds Send's wait for the called task: MaxWait after start,
-// or earlier when ctx's deadline leaves less (byDeadline). The context
-// ends with cause ErrWaitExpired at the bound.
-func (m *Mesh) waitContext(ctx context.Context, start time.Time) (_ context.Context, stop context.CancelFunc, byDeadline bool) {
+// tasks is the task lifecycle Mesh calls go through.
+func (m *Mesh) tasks() *tasks.Service { return tasks.New(m.b, tasks.Config{}) }
+
+// visible reads a task this caller may address: inside a run, only the
+// calling task's owner's tasks.
+func (m *Mesh) visible(ctx context.Context, taskID string) (*bus.TaskRecord, error) {
+	rec, err := m.tasks().Get(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if m.parent != nil && rec.Owner != m.parent.owner {
+		return nil, bus.ErrTaskNotFound
+	}
+	return rec, nil
+}
+
+// waitBound bounds Send's wait for the called task: MaxWait after start,
+// or earlier when ctx's deadline leaves less (byDeadline). Zero: no bound.
+func (m *Mesh) waitBound(ctx context.Context, start time.Time) (at time.Time, byDeadline bool) {
 	limit := m.MaxWait
 	if limit == 0 {
 		limit = DefaultMaxWait
 	}
-	var at time.Time
 	if limit > 0 {
 		at = start.Add(limit)
 	}
@@ -216,27 +221,7 @@ func (m *Mesh) waitContext(ctx context.Context, start time.Time) (_ context.Cont
 			at, byDeadline = early, true
 		}
 	}
-	if at.IsZero() {
-		return ctx, func() {}, false
-	}
-	wctx, stop := context.WithDeadlineCause(ctx, at, ErrWaitExpired)
-	return wctx, stop, byDeadline
-}
-
-// waitExpired answers a wait that reached its bound: a WaitError with the
-// task's state read afresh (as last seen if that read fails), or the task
-// if it settled just as the wait ended.
-func (m *Mesh) waitExpired(ctx context.Context, rec *bus.TaskRecord, start time.Time, byDeadline bool) (*a2a.Task, error) {
-	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	state := rec.Task.Status.State
-	if cur, err := m.b.LoadTask(lctx, rec.Task.ID); err == nil {
-		if cur.Task.Status.State.Final() {
-			return &cur.Task, nil
-		}
-		state = cur.Task.Status.State
-	}
-	return nil, &WaitError{Agent: rec.Agent, TaskID: rec.Task.ID, State: state, Waited: time.Since(start), Deadline: byDeadline}
+	return at, byDeadline
 }
 
 // callID derives an id for the n-th call of this run to agent: the same on
@@ -278,90 +263,15 @@ func (m *Mesh) requireLive(ctx context.Context, agent string) error {
 	return nil
 }
 
-func (m *Mesh) newTask(ctx context.Context, agent string, msg *a2a.Message) (*bus.TaskRecord, error) {
-	if err := m.requireLive(ctx, agent); err != nil {
-		return nil, err
-	}
-	id := uuid.NewString()
-	owner := ""
-	if p := m.parent; p != nil {
-		// The task id follows from the calling turn and the message, so
-		// a re-run of the turn meets the task it created before.
-		id = uuid.NewSHA1(callNS, []byte("task\x00"+agent+"\x00"+p.TaskID+"\x00"+msg.MessageID)).String()
-		if msg.ContextID == "" {
-			msg.ContextID = p.ContextID
-		}
-		owner = p.owner
-	}
-	if msg.ContextID == "" {
-		msg.ContextID = uuid.NewString()
-	}
-	msg.TaskID = id
-	rec, err := m.b.CreateTask(ctx, &bus.TaskRecord{
-		Task: a2a.Task{
-			ID: id, ContextID: msg.ContextID,
-			Status:   a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()},
-			History:  []a2a.Message{*msg},
-			Metadata: m.metadata(),
-		},
-		Agent: agent, Owner: owner, Trace: tracing.Traceparent(trace.SpanContextFromContext(ctx)),
-	})
-	if errors.Is(err, bus.ErrTaskExists) {
-		return m.b.LoadTask(ctx, id)
-	}
-	return rec, err
-}
-
-// continueTask records msg as a new turn of the task it names, which must
-// wait for input (or already hold msg: a re-run).
-func (m *Mesh) continueTask(ctx context.Context, msg *a2a.Message) (*bus.TaskRecord, error) {
-	rec, err := m.b.LoadTask(ctx, msg.TaskID)
-	if err != nil {
-		return nil, err
-	}
-	if m.parent != nil && rec.Owner != m.parent.owner {
-		return nil, bus.ErrTaskNotFound
-	}
-	msg.ContextID = rec.Task.ContextID
-	for _, h := range rec.Task.History {
-		if h.MessageID == msg.MessageID {
-			// Recorded by an earlier run: settled since, or still running.
-			return rec, nil
-		}
-	}
-	if rec.Task.Status.State.Interrupted() {
-		if err := m.requireLive(ctx, rec.Agent); err != nil {
-			return nil, err
-		}
-	}
-	next, _, err := m.b.UpdateTask(ctx, msg.TaskID, rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
-		if !cur.Task.Status.State.Interrupted() {
-			return nil, fmt.Errorf("%w: task %s is %s", ErrNotContinuable, cur.Task.ID, a2a.StateV03(cur.Task.Status.State))
-		}
-		c := *msg
-		return &a2a.StreamResponse{Message: &c}, nil
-	})
-	if errors.Is(err, bus.ErrTerminal) {
-		return nil, fmt.Errorf("%w: task %s is %s", ErrNotContinuable, msg.TaskID, a2a.StateV03(next.Task.Status.State))
-	}
-	return next, err
-}
-
 // Cancel cancels a task this caller started (one a WaitError named, say),
 // saying why in reason; a task already ended is left as it is (no error).
 // Inside a run only the calling task's owner's tasks can be canceled.
 func (m *Mesh) Cancel(ctx context.Context, taskID, reason string) error {
-	rec, err := m.b.LoadTask(ctx, taskID)
+	rec, err := m.visible(ctx, taskID)
 	if err != nil {
 		return err
 	}
-	if m.parent != nil && rec.Owner != m.parent.owner {
-		return bus.ErrTaskNotFound
-	}
-	if rec.Task.Status.State.Terminal() {
-		return nil
-	}
-	if _, err := m.b.CancelTask(ctx, taskID, rec, reason); err != nil && !errors.Is(err, bus.ErrTerminal) {
+	if _, err := m.tasks().Cancel(ctx, taskID, rec, reason); err != nil && !errors.Is(err, bus.ErrTerminal) {
 		return err
 	}
 	return nil
@@ -371,12 +281,5 @@ func (m *Mesh) Cancel(ctx context.Context, taskID, reason string) error {
 func (m *Mesh) cancel(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = m.b.CancelTask(ctx, id, nil, "canceled: the calling task ended")
-}
-
-// fail fails a called task that could not be queued.
-func (m *Mesh) fail(id, text string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = m.b.SetStatus(ctx, id, nil, a2a.StateFailed, text)
+	_, _ = m.tasks().Cancel(ctx, id, nil, "canceled: the calling task ended")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/tasks"
 )
 
 // janitor re-enqueues tasks of this agent that were created but whose work
@@ -47,41 +48,18 @@ func (w *Worker) sweep(ctx context.Context) {
 		}
 		return
 	}
+	lc := tasks.New(w.Bus, tasks.Config{})
 	for _, r := range recs {
-		// The scan may have come from a replica behind the log: confirm
-		// through the leader that the task is still waiting.
-		cur, err := w.Bus.LoadTask(ctx, r.Task.ID)
-		if err != nil || cur.Task.Status.State != a2a.StateSubmitted {
-			continue
-		}
-		turn := lastUserTurn(cur.Task.History)
-		if turn == nil {
-			continue
-		}
-		queued, err := w.Bus.Queued(ctx, w.Name, cur.Task.ID)
-		if err != nil || queued {
-			continue
-		}
-		item := &bus.WorkItem{
-			TaskID: cur.Task.ID, ContextID: cur.Task.ContextID, Agent: cur.Agent,
-			Message: *turn, Owner: cur.Owner, Enqueued: a2a.Now(),
-		}
-		// Not the turn's own message id: if its first item was published
-		// and then lost, the duplicate window would swallow a repeat.
-		msgID := bus.RecoveryMsgID(cur.Task.ID, turn.MessageID, cur.LastSeq)
-		if err := w.Bus.Enqueue(ctx, item, msgID, nil); err != nil {
-			w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", cur.Task.ID, "err", err)
-			continue
-		}
-		w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", cur.Task.ID)
-	}
-}
-
-func lastUserTurn(h []a2a.Message) *a2a.Message {
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Role == a2a.RoleUser {
-			return &h[i]
+		// The scan may have come from a replica behind the log: Requeue
+		// confirms through the leader that the task is still waiting.
+		requeued, err := lc.Requeue(ctx, r.Task.ID)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", r.Task.ID, "err", err)
+			}
+		case requeued:
+			w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", r.Task.ID)
 		}
 	}
-	return nil
 }
