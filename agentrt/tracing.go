@@ -79,12 +79,3 @@ func endDelegate(span trace.Span, t *a2a.Task, err error) {
 		span.SetStatus(codes.Error, "delegation failed")
 	}
 }
-
-// endSpan ends span, marking it failed when err is not nil.
-func endSpan(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "failed")
-	}
-	span.End()
-}

@@ -40,16 +40,6 @@ func (e *Edge) tasks() *tasks.Service {
 // (push config ids, push.go).
 var taskIDSpace = tasks.IDSpace
 
-// plan validates a streaming send and submits its user turn (see submit).
-func (e *Edge) plan(ctx context.Context, c *call) (*sendPlan, error) {
-	return e.submit(ctx, c, false)
-}
-
-// enqueue is what is left of a send once plan returns: nothing, since
-// tasks.Service.Submit enqueued the turn (or found it queued). It stays
-// while the stream (sse.go) calls it.
-func (e *Edge) enqueue(context.Context, *call, *sendPlan) error { return nil }
-
 // submit validates a send and submits its user turn: a new task, or a new
 // turn of an interrupted one. With blocking (SendMessage), the task is
 // watched from before its work is enqueued, for awaitSettle, unless the

@@ -76,15 +76,12 @@ func (s *sseWriter) keepAlive() error {
 // Last-Event-ID resumes after that event instead (see resume).
 func (e *Edge) stream(c *call) error {
 	ctx := c.r.Context()
-	p, err := e.plan(ctx, c)
+	p, err := e.submit(ctx, c, false)
 	if err != nil {
 		return err
 	}
 	c.log = c.log.With("task_id", p.rec.Task.ID, "context_id", p.rec.Task.ContextID)
 	c.taskTraced(p.rec)
-	if err := e.enqueue(ctx, c, p); err != nil {
-		return err
-	}
 	sw := newSSE(c)
 	if p.replay {
 		after, ok, err := e.resumePoint(ctx, c, p.rec)

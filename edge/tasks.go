@@ -2,7 +2,6 @@ package edge
 
 import (
 	"encoding/base64"
-	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -41,10 +40,7 @@ func (e *Edge) cancelTask(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := e.bus.CancelTask(ctx, p.ID, rec, "")
-	if errors.Is(err, bus.ErrTerminal) {
-		return nil, a2a.ErrTaskNotCancelable.With("Task cannot be canceled: it is already %s", a2a.StateV03(next.Task.Status.State))
-	}
+	next, err := e.tasks().Cancel(ctx, p.ID, rec, "")
 	if err != nil {
 		return nil, err
 	}

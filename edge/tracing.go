@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -77,25 +76,4 @@ func (c *call) failed(rerr *a2a.Error) {
 	}
 	c.span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", rerr.Code))
 	c.span.SetStatus(codes.Error, "JSON-RPC error "+strconv.Itoa(rerr.Code))
-}
-
-// traceparent is the traceparent of the span in ctx ("" when none): what
-// a new task records as its origin.
-func traceparent(ctx context.Context) string {
-	return tracing.Traceparent(trace.SpanContextFromContext(ctx))
-}
-
-// startPublish starts the producer span of enqueuing item and returns the
-// header carrying it.
-func startPublish(ctx context.Context, item *bus.WorkItem, msgID string) (context.Context, trace.Span, nats.Header) {
-	return tracing.StartPublish(ctx, tracing.Tracer(scope), bus.WorkSubject(item.Agent, item.TaskID), bus.WorkFilter(item.Agent), msgID, nil)
-}
-
-// endSpan ends span, marking it failed when err is not nil.
-func endSpan(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "failed")
-	}
-	span.End()
 }
