@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/tasks"
 )
 
 // Config configures an edge. Bus and Registry are required.
@@ -76,6 +77,9 @@ type Edge struct {
 	reg *registry.Table
 	log *slog.Logger
 	mux *http.ServeMux
+	// tasks is the task lifecycle (package tasks) every send and cancel
+	// goes through.
+	tasks *tasks.Service
 
 	limiter *limiter // nil: no rate limit (limit.go)
 	// Push (push.go): pusher is the push deliverer (nil: push off, or a
@@ -123,7 +127,8 @@ func New(cfg Config) *Edge {
 		cfg.Logger = slog.Default()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
+	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux(),
+		tasks: tasks.New(cfg.Bus, tasks.Config{IdempotencyWindow: cfg.IdempotencyWindow})}
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}

@@ -31,11 +31,6 @@ func (p *sendPlan) returnImmediately() bool {
 	return p.params.Configuration != nil && p.params.Configuration.ReturnImmediately
 }
 
-// tasks is the task lifecycle the edge's calls go through.
-func (e *Edge) tasks() *tasks.Service {
-	return tasks.New(e.bus, tasks.Config{IdempotencyWindow: e.cfg.IdempotencyWindow})
-}
-
 // taskIDSpace namespaces the ids the edge derives from a client's ids
 // (push config ids, push.go).
 var taskIDSpace = tasks.IDSpace
@@ -105,7 +100,7 @@ func (e *Edge) submit(ctx context.Context, c *call, blocking bool) (*sendPlan, e
 			return nil, err
 		}
 	}
-	sub, err := e.tasks().Submit(ctx, turn)
+	sub, err := e.tasks.Submit(ctx, turn)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +160,7 @@ func (e *Edge) awaitSettle(ctx context.Context, c *call, p *sendPlan) (*bus.Task
 		until = time.Now().Add(bound)
 	}
 	start := time.Now()
-	rec, err := e.tasks().Await(ctx, p.sub, until)
+	rec, err := e.tasks.Await(ctx, p.sub, until)
 	var unsettled *tasks.UnsettledError
 	if !errors.As(err, &unsettled) {
 		return rec, err

@@ -40,7 +40,7 @@ func (e *Edge) cancelTask(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := e.tasks().Cancel(ctx, p.ID, rec, "")
+	next, err := e.tasks.Cancel(ctx, p.ID, rec, "")
 	if err != nil {
 		return nil, err
 	}
