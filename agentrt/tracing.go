@@ -3,7 +3,6 @@ package agentrt
 import (
 	"context"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -19,8 +18,8 @@ const scope = "github.com/a2amesh/a2amesh/agentrt"
 // startConsume starts the consumer span of one work item, a child of the
 // context its message carries (traceparent header, else the item's
 // a2a.trace metadata).
-func (w *Worker) startConsume(m jetstream.Msg, item *bus.WorkItem, meta *jetstream.MsgMetadata) trace.Span {
-	ctx := tracing.ExtractNATS(context.Background(), m.Headers(), item.Metadata)
+func (w *Worker) startConsume(m *bus.Msg, item *bus.WorkItem, meta *bus.MsgInfo) trace.Span {
+	ctx := tracing.ExtractNATS(context.Background(), m.Header(), item.Metadata)
 	_, span := tracing.Tracer(scope).Start(ctx, "process "+bus.WorkFilter(w.Name), trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		span.SetAttributes(
@@ -29,7 +28,7 @@ func (w *Worker) startConsume(m jetstream.Msg, item *bus.WorkItem, meta *jetstre
 			tracing.AttrMessagingTemplate.String(bus.WorkFilter(w.Name)),
 			tracing.AttrMessagingOperation.String("process"),
 			tracing.AttrMessagingOpName.String("process"),
-			tracing.AttrMessagingMessageID.String(m.Headers().Get(jetstream.MsgIDHeader)),
+			tracing.AttrMessagingMessageID.String(m.MsgID()),
 			tracing.AttrMessagingDelivery.Int64(int64(meta.NumDelivered)),
 			tracing.AttrAgent.String(w.Name),
 			tracing.AttrTaskID.String(item.TaskID),

@@ -15,7 +15,6 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -50,7 +49,7 @@ type Worker struct {
 	Logger  *slog.Logger
 
 	handMu   sync.Mutex
-	handBack []jetstream.Msg // work interrupted by shutdown, to Nak once fetching stopped
+	handBack []*bus.Msg // work interrupted by shutdown, to Nak once fetching stopped
 
 	runCtx context.Context // Run's context, for what runs as long as the worker
 	routes routes          // the live fleet, for calls to other agents (routes.go)
@@ -97,7 +96,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus.JetStream(), bus.StreamWork, bus.ConsumerName(w.Name)))
+	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus, bus.StreamWork, bus.ConsumerName(w.Name)))
 	card := func() a2a.AgentCard { // read at every heartbeat: an agent's card may change
 		c := w.Agent.Card()
 		c.Name = w.Name
@@ -138,7 +137,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // workConsumer opens the agent's work consumer, waiting through a NATS
 // failover or a cluster that is still forming: only ctx ending or an
 // invalid agent name stops it.
-func (w *Worker) workConsumer(ctx context.Context) (jetstream.Consumer, error) {
+func (w *Worker) workConsumer(ctx context.Context) (bus.Consumer, error) {
 	for attempt := 1; ; attempt++ {
 		cons, err := w.Bus.WorkConsumer(ctx, w.Name)
 		if err == nil {
@@ -169,16 +168,18 @@ func (w *Worker) handBackAll() {
 	if len(msgs) == 0 {
 		return
 	}
-	_ = w.Bus.Conn().FlushTimeout(2 * time.Second)
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = w.Bus.Flush(fctx)
+	cancel()
 	for _, m := range msgs {
 		_ = m.Nak()
 	}
 }
 
-func (w *Worker) slot(ctx context.Context, cons jetstream.Consumer) {
+func (w *Worker) slot(ctx context.Context, cons bus.Consumer) {
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
+		batch, err := cons.Fetch(fctx, 1)
 		if err != nil {
 			cancel()
 			if ctx.Err() == nil {
@@ -187,7 +188,7 @@ func (w *Worker) slot(ctx context.Context, cons jetstream.Consumer) {
 			}
 			continue
 		}
-		for m := range batch.Messages() {
+		for m := range batch {
 			w.handle(ctx, m)
 		}
 		cancel()
@@ -205,9 +206,9 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // handle runs one work item to its end. It acks when the turn is settled
 // (final or interrupted state recorded), naks when the worker is stopping.
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	bg := context.Background()
-	meta, err := m.Metadata()
+	meta, err := m.Info()
 	if err != nil {
 		_ = m.Term()
 		return
@@ -219,7 +220,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	span := w.startConsume(m, &item, meta)
+	span := w.startConsume(m, &item, &meta)
 	defer span.End()
 	log := w.Logger.With("task_id", item.TaskID, "context_id", item.ContextID, "attempt", meta.NumDelivered)
 	if sc := span.SpanContext(); sc.IsValid() {
@@ -230,7 +231,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	cancelOp()
 	switch {
 	case errors.Is(err, bus.ErrTaskNotFound):
-		w.taskNotFound(log, m, meta, &item)
+		w.taskNotFound(log, m, &meta, &item)
 		return
 	case err != nil:
 		log.Warn("load task failed; will retry", "err", err)
@@ -255,13 +256,13 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 	}
-	if why := w.alreadyServed(bg, rec, &item, meta); why != "" {
+	if why := w.alreadyServed(bg, rec, &item, &meta); why != "" {
 		log.Info("work item not run: "+why, "state", rec.Task.Status.State)
 		_ = m.Ack()
 		return
 	}
 	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
-		run: fmt.Sprintf("%d.%d", meta.Sequence.Stream, meta.NumDelivered)}
+		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered)}
 	// Runs of this turn that claimed the task and did not settle it: the
 	// next one would be run number TurnRuns+1. Deliveries the bus refused
 	// before they could run (a failover, a full disk) do not count.
@@ -281,7 +282,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	defer cancelRun(nil)
 	sub, err := w.Bus.OnCancel(item.TaskID, func() { cancelRun(ErrCanceled) })
 	if err == nil {
-		defer func() { _ = sub.Unsubscribe() }()
+		defer sub.Stop()
 	}
 	stopBeat := w.heartbeat(m)
 	defer stopBeat()
@@ -371,7 +372,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 // miss: it comes back with a growing delay, and only after MaxDeliver
 // deliveries (about a minute) is it given up, into the dead-letter stream
 // where an operator can see it, never silently.
-func (w *Worker) taskNotFound(log *slog.Logger, m jetstream.Msg, meta *jetstream.MsgMetadata, item *bus.WorkItem) {
+func (w *Worker) taskNotFound(log *slog.Logger, m *bus.Msg, meta *bus.MsgInfo, item *bus.WorkItem) {
 	n := int(meta.NumDelivered)
 	if n >= w.Bus.Config().MaxDeliver {
 		log.Error("work item for a task that stayed not found; dead-lettered", "deliveries", n)
@@ -402,7 +403,7 @@ const notFoundMaxDelay = 8 * time.Second
 // taking the task from each other. rec may be an older snapshot than the
 // log; each reason is a fact of the log's prefix that later events do not
 // undo.
-func (w *Worker) alreadyServed(ctx context.Context, rec *bus.TaskRecord, item *bus.WorkItem, meta *jetstream.MsgMetadata) string {
+func (w *Worker) alreadyServed(ctx context.Context, rec *bus.TaskRecord, item *bus.WorkItem, meta *bus.MsgInfo) string {
 	h := rec.Task.History
 	turn := -1
 	for i := len(h) - 1; i >= 0; i-- {
@@ -428,7 +429,7 @@ func (w *Worker) alreadyServed(ctx context.Context, rec *bus.TaskRecord, item *b
 	}
 	seqStr, _, _ := strings.Cut(rec.Run, ".")
 	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	if err != nil || seq == meta.Sequence.Stream {
+	if err != nil || seq == meta.Seq {
 		return "" // a redelivery of the item that claimed the task: take over
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -455,7 +456,7 @@ func runState(wr *writer, outcome string) string {
 // settle checks the write of a turn's final state: if the bus failed it,
 // the work goes back to the queue (the turn runs again) instead of being
 // acked with the task left working. It reports whether to ack.
-func (w *Worker) settle(log *slog.Logger, m jetstream.Msg, err error) bool {
+func (w *Worker) settle(log *slog.Logger, m *bus.Msg, err error) bool {
 	if err == nil || errors.Is(err, ErrTaskClosed) {
 		return true
 	}
@@ -524,7 +525,7 @@ func failureText(err error) string {
 // heartbeat tells JetStream the task is still in progress every quarter
 // of AckWait, until the returned stop is called: three beats may be lost
 // (a NATS node failing over) before the task is redelivered.
-func (w *Worker) heartbeat(m jetstream.Msg) func() {
+func (w *Worker) heartbeat(m *bus.Msg) func() {
 	every := w.Bus.Config().AckWait / 4
 	done := make(chan struct{})
 	var wg sync.WaitGroup

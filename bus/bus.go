@@ -203,17 +203,13 @@ func (b *Bus) ensure(ctx context.Context) error {
 	return nil
 }
 
-// Conn is the underlying NATS connection.
-func (b *Bus) Conn() *nats.Conn { return b.nc }
-
-// JetStream is the underlying JetStream context.
+// JetStream is the underlying JetStream context, for tests and tools
+// that inspect the layout itself. No component of the mesh uses it: each
+// gets the role it needs (roles.go).
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
 // Config is the layout configuration in force.
 func (b *Bus) Config() Config { return b.cfg }
-
-// Registry is the agent-card bucket.
-func (b *Bus) Registry() jetstream.KeyValue { return b.registry }
 
 // isWrongLastSeq reports a failed compare-and-set (expected last sequence).
 func isWrongLastSeq(err error) bool {

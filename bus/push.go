@@ -212,8 +212,8 @@ func (p *PushStore) Delete(ctx context.Context, taskID, configID string) error {
 
 // Watch watches every config: current ones first (then a nil entry), then
 // each change, deletes included.
-func (p *PushStore) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
-	w, err := p.kv.WatchAll(ctx)
+func (p *PushStore) Watch(ctx context.Context) (*Watcher, error) {
+	w, err := kvStore{p.kv}.Watch(ctx, ">", false)
 	if err != nil {
 		return nil, fmt.Errorf("bus: watch push configs: %w", err)
 	}
@@ -264,7 +264,7 @@ func (p *PushStore) PublishJob(ctx context.Context, job PushJob) error {
 // events another edge still holds, and jobs are queued in log order. A
 // new consumer starts at new events: nothing before push was enabled has
 // a config.
-func (p *PushStore) DispatchConsumer(ctx context.Context, maxPending int, ackWait time.Duration) (jetstream.Consumer, error) {
+func (p *PushStore) DispatchConsumer(ctx context.Context, maxPending int, ackWait time.Duration) (Consumer, error) {
 	c, err := p.b.js.CreateOrUpdateConsumer(ctx, StreamEvents, jetstream.ConsumerConfig{
 		Durable:       ConsumerPushDispatch,
 		Description:   "a2amesh: edges turning task events into push deliveries",
@@ -277,14 +277,14 @@ func (p *PushStore) DispatchConsumer(ctx context.Context, maxPending int, ackWai
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s: %w", ConsumerPushDispatch, err)
 	}
-	return c, nil
+	return consumer{c}, nil
 }
 
 // DeliverConsumer is the durable consumer, shared by all edges, of the
 // delivery jobs: explicit acks, at most maxDeliver deliveries of a job
 // (retry delays are the deliverer's NakWithDelay), redelivery after ackWait
 // when the edge holding a job dies.
-func (p *PushStore) DeliverConsumer(ctx context.Context, maxDeliver int, ackWait time.Duration) (jetstream.Consumer, error) {
+func (p *PushStore) DeliverConsumer(ctx context.Context, maxDeliver int, ackWait time.Duration) (Consumer, error) {
 	c, err := p.b.js.CreateOrUpdateConsumer(ctx, StreamPushOut, jetstream.ConsumerConfig{
 		Durable:       ConsumerPushDeliver,
 		Description:   "a2amesh: edges POSTing push notifications",
@@ -298,7 +298,7 @@ func (p *PushStore) DeliverConsumer(ctx context.Context, maxDeliver int, ackWait
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s: %w", ConsumerPushDeliver, err)
 	}
-	return c, nil
+	return consumer{c}, nil
 }
 
 // EventAt reads one event of a task's log by its sequence.

@@ -14,7 +14,7 @@ const BucketUpstream = "A2A_UPSTREAM"
 
 // UpstreamBucket opens (creating on first use) the bucket proxy workers
 // keep their id mappings in. Entries live as long as tasks do.
-func (b *Bus) UpstreamBucket(ctx context.Context) (jetstream.KeyValue, error) {
+func (b *Bus) UpstreamBucket(ctx context.Context) (KV, error) {
 	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketUpstream,
 		Description: "a2amesh: task and context ids at the agents proxy workers forward to",
@@ -26,5 +26,5 @@ func (b *Bus) UpstreamBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s: %w", BucketUpstream, err)
 	}
-	return kv, nil
+	return kvStore{kv}, nil
 }

@@ -64,7 +64,7 @@ func isQueueFull(err error) bool {
 
 // WorkConsumer returns the durable pull consumer shared by every worker of
 // agent, creating it on first use.
-func (b *Bus) WorkConsumer(ctx context.Context, agent string) (jetstream.Consumer, error) {
+func (b *Bus) WorkConsumer(ctx context.Context, agent string) (Consumer, error) {
 	if !ValidToken(agent) {
 		return nil, fmt.Errorf("bus: invalid agent name %q", agent)
 	}
@@ -89,7 +89,7 @@ func (b *Bus) WorkConsumer(ctx context.Context, agent string) (jetstream.Consume
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer for %s: %w", agent, err)
 	}
-	return c, nil
+	return consumer{c}, nil
 }
 
 // WorkMsgID is the Nats-Msg-Id of the work item for the turn messageID of
@@ -156,12 +156,16 @@ func (b *Bus) PublishCancel(id string) error {
 	return b.nc.Publish(ControlSubject(id), []byte(controlCancel))
 }
 
-// OnCancel calls fn when a cancel for task id arrives. Unsubscribe when the
-// task is no longer held.
-func (b *Bus) OnCancel(id string, fn func()) (*nats.Subscription, error) {
-	return b.nc.Subscribe(ControlSubject(id), func(m *nats.Msg) {
+// OnCancel calls fn when a cancel for task id arrives. Stop the
+// subscription when the task is no longer held.
+func (b *Bus) OnCancel(id string, fn func()) (*Subscription, error) {
+	sub, err := b.nc.Subscribe(ControlSubject(id), func(m *nats.Msg) {
 		if string(m.Data) == controlCancel {
 			fn()
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{sub}, nil
 }

@@ -18,10 +18,9 @@ func (e *Edge) watchMetrics() {
 		return
 	}
 	m.SetRegistrySize(func() int { return len(e.reg.Agents()) })
-	js := e.bus.JetStream()
-	m.AddConsumers(metrics.StreamConsumers(js, bus.StreamWork))
-	m.AddConsumers(metrics.StreamConsumers(js, bus.StreamEvents, bus.ConsumerPushDispatch))
-	m.AddConsumers(metrics.StreamConsumers(js, bus.StreamPushOut, bus.ConsumerPushDeliver))
+	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamWork))
+	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamEvents, bus.ConsumerPushDispatch))
+	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamPushOut, bus.ConsumerPushDeliver))
 }
 
 // countedWriter notes what a JSON-RPC call answered, for

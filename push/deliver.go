@@ -18,7 +18,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/tracing"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -30,12 +29,12 @@ const (
 	hdrPushSignature = "X-A2A-Notification-Signature"
 )
 
-func (d *Deliverer) deliverLoop(ctx context.Context, cons jetstream.Consumer) {
+func (d *Deliverer) deliverLoop(ctx context.Context, cons bus.Consumer) {
 	n := d.cfg.Workers
-	var it jetstream.MessagesContext
+	var it *bus.MsgStream
 	err := bus.Retry(ctx, d.log, "the push deliverer's pull subscription", func(context.Context) error {
 		var err error
-		it, err = cons.Messages(jetstream.PullMaxMessages(n))
+		it, err = cons.Messages(n)
 		return err
 	})
 	if err != nil {
@@ -43,12 +42,12 @@ func (d *Deliverer) deliverLoop(ctx context.Context, cons jetstream.Consumer) {
 	}
 	// Jobs are sharded by task: one deliverer delivers a task's notifications
 	// one at a time, in the order it receives them.
-	shards := make([]chan jetstream.Msg, n)
+	shards := make([]chan *bus.Msg, n)
 	var wg sync.WaitGroup
 	for i := range shards {
-		shards[i] = make(chan jetstream.Msg, 1)
+		shards[i] = make(chan *bus.Msg, 1)
 		wg.Add(1)
-		go func(ch chan jetstream.Msg) {
+		go func(ch chan *bus.Msg) {
 			defer wg.Done()
 			for m := range ch {
 				if ctx.Err() != nil {
@@ -61,16 +60,16 @@ func (d *Deliverer) deliverLoop(ctx context.Context, cons jetstream.Consumer) {
 	}
 	var fails failStreak
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		m, err := it.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if errors.Is(err, bus.ErrStreamClosed) {
 				// The subscription ended under us: pull again.
 				fails.failed(d.log, "push: deliverer subscription closed; pulling again", err)
 				sleepCtx(ctx, fails.pause())
-				if next, err := cons.Messages(jetstream.PullMaxMessages(n)); err == nil {
+				if next, err := cons.Messages(n); err == nil {
 					it = next
 				}
 				continue
@@ -92,7 +91,7 @@ func (d *Deliverer) deliverLoop(ctx context.Context, cons jetstream.Consumer) {
 	// rather than after the ack wait.
 	it.Drain()
 	for i := 0; i < 4*n; i++ {
-		m, err := it.Next(jetstream.NextMaxWait(100 * time.Millisecond))
+		m, err := it.NextWait(100 * time.Millisecond)
 		if err != nil {
 			break
 		}
@@ -116,7 +115,7 @@ func (d *Deliverer) backoff(attempt uint64) time.Duration {
 // deliver POSTs one job and settles its message: ack on 2xx or when there
 // is nothing to deliver any more (config deleted, event expired), a delayed
 // nak to retry, term on the last attempt or an address the guard refuses.
-func (d *Deliverer) deliver(ctx context.Context, m jetstream.Msg) {
+func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	_ = m.InProgress()
 	var job bus.PushJob
 	if err := json.Unmarshal(m.Data(), &job); err != nil || !bus.ValidToken(job.TaskID) || !bus.ValidToken(job.ConfigID) {
@@ -126,7 +125,7 @@ func (d *Deliverer) deliver(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	var attempt uint64 = 1
-	if meta, err := m.Metadata(); err == nil {
+	if meta, err := m.Info(); err == nil {
 		attempt = meta.NumDelivered
 	}
 	log := d.log.With("task_id", job.TaskID, "push_config", job.ConfigID, "seq", job.Seq, "attempt", attempt)
@@ -217,7 +216,7 @@ func (d *Deliverer) deliver(ctx context.Context, m jetstream.Msg) {
 // is in progress meanwhile: a failover does not use up the job's bounded
 // attempts (each nak is one) on reads that would have worked a moment
 // later. It returns read's last error.
-func (d *Deliverer) rideOut(ctx context.Context, m jetstream.Msg, read func() error) error {
+func (d *Deliverer) rideOut(ctx context.Context, m *bus.Msg, read func() error) error {
 	start := time.Now()
 	wait := 250 * time.Millisecond
 	var err error

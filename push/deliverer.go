@@ -13,7 +13,6 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Dispatcher tuning.
@@ -213,7 +212,7 @@ func (d *Deliverer) start(ctx context.Context) error {
 		}
 		d.log.Warn("NATS: waiting for the push config index to load")
 	}
-	var dispatch, deliver jetstream.Consumer
+	var dispatch, deliver bus.Consumer
 	err = bus.Retry(ctx, d.log, "consumer "+bus.ConsumerPushDispatch, func(ctx context.Context) error {
 		c, err := d.kv.DispatchConsumer(ctx, dispatchBatch, dispatchAckWait)
 		dispatch = c
@@ -286,7 +285,7 @@ func (d *Deliverer) watchConfigs(ctx context.Context) {
 
 // followConfigs applies w's updates to the index until ctx ends, w stops,
 // or the dispatcher asks for a new watch.
-func (d *Deliverer) followConfigs(ctx context.Context, w jetstream.KeyWatcher, expiry <-chan time.Time, retention time.Duration) {
+func (d *Deliverer) followConfigs(ctx context.Context, w *bus.Watcher, expiry <-chan time.Time, retention time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -8,7 +8,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // failStreak paces and logs a loop's failures in a row: a pause growing
@@ -57,10 +56,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (d *Deliverer) dispatchLoop(ctx context.Context, cons jetstream.Consumer) {
+func (d *Deliverer) dispatchLoop(ctx context.Context, cons bus.Consumer) {
 	var fails failStreak
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(dispatchBatch, jetstream.FetchMaxWait(dispatchFetchWait))
+		msgs, err := cons.FetchWait(dispatchBatch, dispatchFetchWait)
 		if err != nil {
 			if ctx.Err() == nil {
 				fails.failed(d.log, "push: dispatch fetch failed; retrying", err)
@@ -69,7 +68,6 @@ func (d *Deliverer) dispatchLoop(ctx context.Context, cons jetstream.Consumer) {
 			continue
 		}
 		fails.ok(d.log, "push: dispatch fetches again")
-		msgs := batch.Messages()
 		for {
 			group := collect(ctx, msgs)
 			if len(group) == 0 {
@@ -87,12 +85,12 @@ func (d *Deliverer) dispatchLoop(ctx context.Context, cons jetstream.Consumer) {
 // collect returns the next messages of a fetch: it waits for one (until the
 // fetch ends), then takes those that follow closely, up to a batch. When
 // ctx ends it still drains the fetch, so the caller can hand messages back.
-func collect(ctx context.Context, msgs <-chan jetstream.Msg) []jetstream.Msg {
+func collect(ctx context.Context, msgs <-chan *bus.Msg) []*bus.Msg {
 	first, ok := <-msgs
 	if !ok {
 		return nil
 	}
-	group := []jetstream.Msg{first}
+	group := []*bus.Msg{first}
 	linger := time.NewTimer(2 * time.Millisecond)
 	defer linger.Stop()
 	for len(group) < dispatchBatch {
@@ -111,7 +109,7 @@ func collect(ctx context.Context, msgs <-chan jetstream.Msg) []jetstream.Msg {
 	return group
 }
 
-func nakAll(msgs []jetstream.Msg, delay time.Duration) {
+func nakAll(msgs []*bus.Msg, delay time.Duration) {
 	for _, m := range msgs {
 		if delay > 0 {
 			_ = m.NakWithDelay(delay)
@@ -123,7 +121,7 @@ func nakAll(msgs []jetstream.Msg, delay time.Duration) {
 
 // dispatch turns the events of a batch that have configs into delivery
 // jobs, then acks the batch with one cumulative ack.
-func (d *Deliverer) dispatch(ctx context.Context, group []jetstream.Msg) {
+func (d *Deliverer) dispatch(ctx context.Context, group []*bus.Msg) {
 	rev, err := d.kv.LastRevision(ctx)
 	if err != nil {
 		d.log.Warn("push: could not read the config bucket's state; retrying the batch", "err", err)
@@ -152,7 +150,7 @@ func (d *Deliverer) dispatch(ctx context.Context, group []jetstream.Msg) {
 		if cfgs == nil {
 			continue
 		}
-		meta, err := m.Metadata()
+		meta, err := m.Info()
 		if err != nil {
 			continue
 		}
@@ -160,7 +158,7 @@ func (d *Deliverer) dispatch(ctx context.Context, group []jetstream.Msg) {
 		if json.Unmarshal(m.Data(), &ev) != nil || !pushWorthy(&ev) {
 			continue
 		}
-		seq := meta.Sequence.Stream
+		seq := meta.Seq
 		for configID, from := range cfgs {
 			if seq <= from {
 				continue
@@ -173,7 +171,7 @@ func (d *Deliverer) dispatch(ctx context.Context, group []jetstream.Msg) {
 		}
 	}
 	// AckAll: acking the last message acks the whole batch.
-	if err := group[len(group)-1].DoubleAck(ctx); err != nil && ctx.Err() == nil {
+	if err := group[len(group)-1].AckSync(ctx); err != nil && ctx.Err() == nil {
 		d.log.Warn("push: dispatch ack failed; the batch will be dispatched again (duplicates are dropped)", "err", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // index knows, from a watcher on the A2A_PUSH bucket, which tasks have
@@ -51,7 +50,7 @@ func (x *index) expire(cutoff time.Time) {
 	}
 }
 
-func (x *index) apply(e jetstream.KeyValueEntry) {
+func (x *index) apply(e *bus.Entry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	defer x.signal()
@@ -73,15 +72,15 @@ func (x *index) apply(e jetstream.KeyValueEntry) {
 		}
 		return
 	}
-	x.applied = max(x.applied, e.Revision())
-	taskID, configID, ok := strings.Cut(e.Key(), ".")
+	x.applied = max(x.applied, e.Revision)
+	taskID, configID, ok := strings.Cut(e.Key, ".")
 	if !ok {
 		return
 	}
 	if x.replay != nil {
-		x.replay[e.Key()] = struct{}{}
+		x.replay[e.Key] = struct{}{}
 	}
-	if e.Operation() != jetstream.KeyValuePut {
+	if e.Deleted {
 		if m := x.tasks[taskID]; m != nil {
 			delete(m, configID)
 			if len(m) == 0 {
@@ -92,7 +91,7 @@ func (x *index) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	var rec bus.PushRecord
-	if json.Unmarshal(e.Value(), &rec) != nil {
+	if json.Unmarshal(e.Value, &rec) != nil {
 		return
 	}
 	m := x.tasks[taskID]
@@ -101,7 +100,7 @@ func (x *index) apply(e jetstream.KeyValueEntry) {
 		x.tasks[taskID] = m
 	}
 	m[configID] = rec.FromSeq
-	if c := e.Created(); c.After(x.newest[taskID]) {
+	if c := e.Created; c.After(x.newest[taskID]) {
 		x.newest[taskID] = c
 	}
 }

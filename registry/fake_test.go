@@ -2,25 +2,21 @@ package registry
 
 import (
 	"encoding/json"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/a2amesh/a2amesh/bus"
 )
 
-// fakeEntry is a KeyValueEntry for feeding Table.apply directly.
+// fakeEntry builds a watched bucket entry for feeding Table.apply directly.
 type fakeEntry struct {
-	key string
-	e   Entry
-	op  jetstream.KeyValueOp // zero: a put
+	key     string
+	e       Entry
+	deleted bool
 }
 
-func (f fakeEntry) Bucket() string { return "test" }
-func (f fakeEntry) Key() string    { return f.key }
-func (f fakeEntry) Value() []byte {
+func (f fakeEntry) entry() *bus.Entry {
+	if f.deleted {
+		return &bus.Entry{Key: f.key, Revision: 1, Deleted: true}
+	}
 	b, _ := json.Marshal(f.e)
-	return b
+	return &bus.Entry{Key: f.key, Value: b, Revision: 1}
 }
-func (f fakeEntry) Revision() uint64                { return 1 }
-func (f fakeEntry) Created() time.Time              { return f.e.Beat }
-func (f fakeEntry) Delta() uint64                   { return 0 }
-func (f fakeEntry) Operation() jetstream.KeyValueOp { return f.op }

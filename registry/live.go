@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // liveTimeout bounds Live's ping of an agent.
@@ -28,7 +26,7 @@ func Live(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 	if !bus.ValidToken(agent) {
 		return false, nil
 	}
-	perr := ping(ctx, b.Conn(), AgentSubject(agent), liveTimeout)
+	perr := ping(ctx, b, AgentSubject(agent), liveTimeout)
 	if perr == nil {
 		return true, nil
 	}
@@ -36,7 +34,7 @@ func Live(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 		return false, ctx.Err()
 	}
 	live, err := liveInBucket(ctx, b, agent)
-	if err != nil && errors.Is(perr, nats.ErrNoResponders) {
+	if err != nil && errors.Is(perr, bus.ErrNoResponders) {
 		return false, nil
 	}
 	return live, err
@@ -44,7 +42,7 @@ func Live(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 
 // liveInBucket reads agent's entries from the registry bucket.
 func liveInBucket(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
-	w, err := b.Registry().Watch(ctx, agent+".*", jetstream.IgnoreDeletes())
+	w, err := b.Registry().Watch(ctx, agent+".*", true)
 	if err != nil {
 		return false, err
 	}
@@ -62,7 +60,7 @@ func liveInBucket(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 				return false, nil // caught up: no live entry
 			}
 			var e Entry
-			if json.Unmarshal(u.Value(), &e) == nil && e.Agent == agent && (e.TTL <= 0 || now.Sub(e.Beat) < e.TTL) {
+			if json.Unmarshal(u.Value, &e) == nil && e.Agent == agent && (e.TTL <= 0 || now.Sub(e.Beat) < e.TTL) {
 				return true, nil
 			}
 		}

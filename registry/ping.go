@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // Liveness pings, on core NATS (no JetStream: they keep working while
@@ -48,19 +48,18 @@ func probeEvery(ttl time.Duration) time.Duration {
 // answerPings subscribes the instance's liveness subjects; the returned
 // func unsubscribes them (idempotent). A subscription that fails is
 // logged: the instance then lives on heartbeats alone.
-func answerPings(nc *nats.Conn, agent, instance string, log *slog.Logger) func() {
-	if nc == nil {
+func answerPings(b *bus.Bus, agent, instance string, log *slog.Logger) func() {
+	if b == nil {
 		return func() {}
 	}
-	answer := func(m *nats.Msg) { _ = m.Respond([]byte(instance)) }
-	var subs []*nats.Subscription
-	if s, err := nc.Subscribe(InstanceSubject(agent, instance), answer); err == nil {
-		subs = append(subs, s)
+	var stops []func()
+	if stop, err := b.Respond(InstanceSubject(agent, instance), "", []byte(instance)); err == nil {
+		stops = append(stops, stop)
 	} else {
 		log.Warn("registry: cannot answer liveness pings; edges will drop this instance when a heartbeat is late", "err", err)
 	}
-	if s, err := nc.QueueSubscribe(AgentSubject(agent), aliveQueue, answer); err == nil {
-		subs = append(subs, s)
+	if stop, err := b.Respond(AgentSubject(agent), aliveQueue, []byte(instance)); err == nil {
+		stops = append(stops, stop)
 	} else {
 		log.Warn("registry: cannot answer liveness pings for the agent", "err", err)
 	}
@@ -70,22 +69,35 @@ func answerPings(nc *nats.Conn, agent, instance string, log *slog.Logger) func()
 			return
 		}
 		done = true
-		for _, s := range subs {
-			_ = s.Unsubscribe()
+		for _, stop := range stops {
+			stop()
 		}
-		// Make the server forget the interest before a delete goes out,
-		// so a ping racing the stop finds no responder.
-		_ = nc.FlushTimeout(time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = b.Flush(ctx)
 	}
 }
 
 // ping asks the instance (or agent) behind subject whether it is alive.
-// nil: it answered; nats.ErrNoResponders: nothing subscribes there (the
+// nil: it answered; bus.ErrNoResponders: nothing subscribes there (the
 // process is gone or stopped publishing); anything else: no answer in
 // time.
-func ping(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration) error {
+func ping(ctx context.Context, r requester, subject string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := nc.RequestWithContext(ctx, subject, nil)
+	_, err := r.Request(ctx, subject)
 	return err
+}
+
+// requester asks a subject (bus.Bus does).
+type requester interface {
+	Request(ctx context.Context, subject string) ([]byte, error)
+}
+
+// conn is what the prober asks of the connection (bus.Bus does): pings,
+// and whether it is up and has reconnected.
+type conn interface {
+	requester
+	Connected() bool
+	Reconnects() uint64
 }

@@ -25,8 +25,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Entry is what a worker publishes about itself.
@@ -91,7 +89,7 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 		_, err = kv.Put(c, key(e.Agent, e.Instance), data)
 		return err
 	}
-	unping := answerPings(b.Conn(), e.Agent, e.Instance, log)
+	unping := answerPings(b, e.Agent, e.Instance, log)
 	defer unping()
 	interval := max(e.TTL/3, 10*time.Millisecond)
 	timer := time.NewTimer(0) // the first registration at once
@@ -264,7 +262,7 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 	defer readyOnce()
 	// Pings run beside the watch, so a watch that waits for JetStream
 	// never holds them up.
-	p := &prober{t: t, nc: b.Conn(), log: log, sem: make(chan struct{}, maxProbes)}
+	p := &prober{t: t, log: log, sem: make(chan struct{}, maxProbes)}
 	pctx, stopProbes := context.WithCancel(ctx)
 	probing := make(chan struct{})
 	go func() {
@@ -273,17 +271,20 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 	}()
 	defer func() { stopProbes(); <-probing }()
 
-	var w jetstream.KeyWatcher
+	if b != nil {
+		p.nc = b
+	}
+	var w *bus.Watcher
 	defer func() {
 		if w != nil {
 			_ = w.Stop()
 		}
 	}()
-	watch := func() (jetstream.KeyWatcher, error) {
+	watch := func() (*bus.Watcher, error) {
 		// The watcher lives as long as its context (nats.go stops it when
 		// the context ends): ctx, not one bounding its creation, which
 		// nats.go bounds with its default request timeout.
-		return b.Registry().WatchAll(ctx)
+		return b.Registry().Watch(ctx, ">", false)
 	}
 	wait := 250 * time.Millisecond
 	for attempt := 1; ctx.Err() == nil; attempt++ {
@@ -323,7 +324,7 @@ func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
 // delivered nothing for TTL/2 while the table holds entries has most
 // likely lost its server: follow then replaces it (a new watcher replays
 // the bucket), keeping the old one if that fails.
-func (t *Table) follow(ctx context.Context, w *jetstream.KeyWatcher, watch func() (jetstream.KeyWatcher, error), loaded func(), log *slog.Logger) {
+func (t *Table) follow(ctx context.Context, w **bus.Watcher, watch func() (*bus.Watcher, error), loaded func(), log *slog.Logger) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	updates := (*w).Updates()
@@ -395,25 +396,25 @@ func (t *Table) quietLimit() time.Duration {
 	return max(shortest/2, 2*time.Second)
 }
 
-func (t *Table) apply(u jetstream.KeyValueEntry) {
+func (t *Table) apply(u *bus.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if u.Operation() != jetstream.KeyValuePut {
-		delete(t.entries, u.Key()) // a clean stop: gone at once
-		if agent, _, ok := strings.Cut(u.Key(), "."); ok {
+	if u.Deleted {
+		delete(t.entries, u.Key) // a clean stop: gone at once
+		if agent, _, ok := strings.Cut(u.Key, "."); ok {
 			delete(t.lost, agent)
 		}
 		return
 	}
 	var e Entry
-	if json.Unmarshal(u.Value(), &e) != nil || !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
+	if json.Unmarshal(u.Value, &e) != nil || !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
 		return
 	}
 	if e.TTL <= 0 {
 		e.TTL = bus.DefaultConfig.RegistryTTL
 	}
 	t.gen++
-	t.entries[u.Key()] = &slot{e: e, gen: t.gen}
+	t.entries[u.Key] = &slot{e: e, gen: t.gen}
 	delete(t.lost, e.Agent)
 }
 
@@ -473,7 +474,7 @@ func (t *Table) Agents() []Entry {
 // prober pings the instances of a table whose heartbeats are late.
 type prober struct {
 	t   *Table
-	nc  *nats.Conn
+	nc  conn // nil: no pings, entries expire by their heartbeats
 	log *slog.Logger
 	sem chan struct{}
 	wg  sync.WaitGroup
@@ -510,7 +511,7 @@ func (p *prober) sampleConn(now time.Time) {
 	if p.nc == nil {
 		return
 	}
-	if n := p.nc.Stats().Reconnects; n != p.reconnects {
+	if n := p.nc.Reconnects(); n != p.reconnects {
 		p.reconnects, p.reconnected = n, now
 	}
 }
@@ -591,8 +592,8 @@ func (p *prober) settle(pr probe, err error, now time.Time) {
 		return
 	}
 	expired := !now.Before(s.e.Beat.Add(s.e.TTL))
-	definite := errors.Is(err, nats.ErrNoResponders) && now.Sub(p.reconnected) > reconnectGuard
-	connected := p.nc.Status() == nats.CONNECTED
+	definite := errors.Is(err, bus.ErrNoResponders) && now.Sub(p.reconnected) > reconnectGuard
+	connected := p.nc.Connected()
 	if connected || definite {
 		s.misses++
 	}

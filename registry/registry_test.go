@@ -11,7 +11,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,7 +102,7 @@ func TestCrashedWorkerExpires(t *testing.T) {
 
 	// A worker that registered once and died without deleting its entry.
 	e := Entry{Agent: "ghost", Instance: "x", Card: a2a.AgentCard{Name: "ghost"}, TTL: 300 * time.Millisecond, Beat: time.Now()}
-	table.apply(fakeEntry{key: "ghost.x", e: e})
+	table.apply(fakeEntry{key: "ghost.x", e: e}.entry())
 	_, ok := table.Lookup("ghost")
 	require.True(t, ok)
 	waitFor(t, "ghost to expire", func() bool { _, ok := table.Lookup("ghost"); return !ok })
@@ -143,7 +142,7 @@ func TestLostAgentStaysRoutableForItsGrace(t *testing.T) {
 		return fakeEntry{key: "ghost." + instance, e: Entry{Agent: "ghost", Instance: instance, Card: a2a.AgentCard{Name: "ghost"},
 			TTL: 300 * time.Millisecond, Beat: time.Now()}}
 	}
-	table.apply(ghost("x"))
+	table.apply(ghost("x").entry())
 	waitFor(t, "the instance to be dropped", func() bool { return len(table.Agents()) == 0 })
 	dropped := time.Now()
 	card, ok := table.Lookup("ghost")
@@ -153,12 +152,12 @@ func TestLostAgentStaysRoutableForItsGrace(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(dropped), grace/2, "routable for about its grace")
 
 	// A new instance during the grace ends it; its clean stop is final.
-	table.apply(ghost("y"))
+	table.apply(ghost("y").entry())
 	waitFor(t, "the second instance to be dropped", func() bool { return len(table.Agents()) == 0 })
-	table.apply(ghost("z"))
+	table.apply(ghost("z").entry())
 	_, ok = table.Lookup("ghost")
 	require.True(t, ok)
-	table.apply(fakeEntry{key: "ghost.z", op: jetstream.KeyValueDelete})
+	table.apply(fakeEntry{key: "ghost.z", deleted: true}.entry())
 	_, ok = table.Lookup("ghost")
 	assert.False(t, ok, "a clean stop of the last instance ends the agent at once")
 }

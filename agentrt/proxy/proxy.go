@@ -38,8 +38,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
@@ -84,7 +82,7 @@ type Agent struct {
 	version   string // "1.0" or "0.3"
 	streaming bool
 	cl        *client.Client
-	kv        jetstream.KeyValue
+	kv        bus.KV
 	log       *slog.Logger
 }
 
@@ -309,14 +307,14 @@ func key(kind, id string) string {
 
 func (a *Agent) load(ctx context.Context, k string) (upstream, error) {
 	var up upstream
-	e, err := a.kv.Get(ctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	v, err := a.kv.Get(ctx, k)
+	if errors.Is(err, bus.ErrKeyNotFound) {
 		return up, nil
 	}
 	if err != nil {
 		return up, err
 	}
-	return up, json.Unmarshal(e.Value(), &up)
+	return up, json.Unmarshal(v, &up)
 }
 
 func (a *Agent) save(ctx context.Context, k string, up upstream) error {

@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"context"
+	"github.com/a2amesh/a2amesh/bus"
 	"net/http"
 	"sync"
 	"time"
@@ -190,12 +191,7 @@ func (m *Metrics) AddConsumers(src ConsumerSource) {
 }
 
 // ConsumerStats are the counts of one JetStream consumer.
-type ConsumerStats struct {
-	Consumer    string
-	Pending     uint64 // messages not yet delivered
-	AckPending  uint64 // delivered, not yet acknowledged
-	Redelivered uint64 // delivered more than once, not yet acknowledged
-}
+type ConsumerStats = bus.ConsumerStats
 
 // ConsumerSource reports consumer statistics; it should give up when ctx
 // ends, returning what it has.

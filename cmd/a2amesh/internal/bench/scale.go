@@ -394,12 +394,9 @@ func (m *scaleMesh) sample(stop <-chan struct{}, out *scaleSamples) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := m.mon.JetStream().Consumer(ctx, bus.StreamWork, bus.ConsumerName(scaleAgent))
-		if err == nil {
-			if info, err := c.Info(ctx); err == nil {
-				out.maxQueued = max(out.maxQueued, info.NumPending)
-				out.maxAckPending = max(out.maxAckPending, uint64(info.NumAckPending))
-			}
+		for _, st := range m.mon.ConsumerStats(ctx, bus.StreamWork, bus.ConsumerName(scaleAgent)) {
+			out.maxQueued = max(out.maxQueued, st.Pending)
+			out.maxAckPending = max(out.maxAckPending, st.AckPending)
 		}
 		cancel()
 		var ms runtime.MemStats
