@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/tasks"
 )
 
@@ -77,9 +78,10 @@ type Edge struct {
 	reg *registry.Table
 	log *slog.Logger
 	mux *http.ServeMux
-	// tasks is the task lifecycle (package tasks) every send and cancel
-	// goes through.
-	tasks *tasks.Service
+	// svc is the A2A service (package service) every call of every
+	// binding goes through; the JSON-RPC handler (rpc.go) is a codec
+	// over it.
+	svc *service.Service
 
 	limiter *limiter // nil: no rate limit (limit.go)
 	// Push (push.go): pusher is the push deliverer (nil: push off, or a
@@ -94,6 +96,11 @@ type Edge struct {
 	// before it answers -32000 (0: bus.FailoverBudget; tests change it).
 	budget time.Duration
 }
+
+// DefaultBlockingTimeout is how long a blocking send waits for its task
+// to settle unless Config.BlockingTimeout says otherwise (see
+// service.DefaultBlockingTimeout).
+const DefaultBlockingTimeout = service.DefaultBlockingTimeout
 
 // failoverBudget is how long a call or a stream waits out a failover.
 func (e *Edge) failoverBudget() time.Duration {
@@ -127,8 +134,7 @@ func New(cfg Config) *Edge {
 		cfg.Logger = slog.Default()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux(),
-		tasks: tasks.New(cfg.Bus, tasks.Config{IdempotencyWindow: cfg.IdempotencyWindow})}
+	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
@@ -138,6 +144,16 @@ func New(cfg Config) *Edge {
 		e.pusher, e.pushErr = NewPushDeliverer(cfg)
 		e.ownPush, e.pushDone = e.pusher != nil, make(chan struct{})
 	}
+	e.svc = service.New(service.Config{
+		Bus: cfg.Bus, Agents: cfg.Registry,
+		Tasks:           tasks.New(cfg.Bus, tasks.Config{IdempotencyWindow: cfg.IdempotencyWindow}),
+		DefaultAgent:    cfg.DefaultAgent,
+		BlockingTimeout: cfg.BlockingTimeout,
+		KeepAlive:       cfg.KeepAlive,
+		PushStore:       e.pushStore,
+		FailoverBudget:  e.failoverBudget,
+		Logger:          cfg.Logger,
+	})
 	e.routes()
 	e.watchMetrics()
 	return e

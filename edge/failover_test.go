@@ -298,7 +298,8 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	require.NoError(t, js.DeleteConsumer(ctx, bus.StreamEvents, reader))
 
 	w.append(ctx, 2) // appended while no reader can be created
-	time.Sleep(streamProbeAfter + 3*streamProbeRetry)
+	// the service's stream probe: after 5s quiet, then three asks 1s apart
+	time.Sleep(5*time.Second + 3*time.Second)
 	cfg.MaxConsumers = open
 	_, err = js.UpdateStream(ctx, cfg)
 	require.NoError(t, err)

@@ -7,9 +7,8 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/push"
-	"github.com/google/uuid"
+	"github.com/a2amesh/a2amesh/service"
 )
 
 // Push notifications: the A2A push-config methods, over the config store
@@ -189,206 +188,69 @@ func (p *pushIDParams) ids() (taskID, configID string) {
 	return p.ID, p.PushNotificationConfigID // 0.3: "id" is the task's
 }
 
-// pushConfigCall serves the four push-config methods of both versions.
-func (e *Edge) pushConfigCall(c *call) (any, error) {
-	s, err := e.pushStore()
-	if err != nil {
+// pushConfigCall serves the four push-config methods of both versions:
+// it decodes the params in the version's shape, calls the service, and
+// encodes the result in that shape.
+func (e *Edge) pushConfigCall(ctx context.Context, c *call) (any, error) {
+	if c.op == a2a.OpPushSet {
+		var cfg a2a.TaskPushNotificationConfig
+		if err := a2a.DecodeParams(c.req.Params, &cfg); err != nil {
+			return nil, err
+		}
+		out, err := e.svc.CreateTaskPushNotificationConfig(ctx, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		return c.encodePushConfig(out), nil
+	}
+	var p pushIDParams
+	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
 		return nil, err
 	}
+	if err := p.check(c); err != nil {
+		return nil, err
+	}
+	taskID, configID := p.ids()
 	switch c.op {
-	case a2a.OpPushSet:
-		return e.pushSet(c, s)
 	case a2a.OpPushGet:
-		return e.pushGet(c, s)
+		out, err := e.svc.GetTaskPushNotificationConfig(ctx, &service.PushConfigRequest{Tenant: p.Tenant, TaskID: taskID, ID: configID})
+		if err != nil {
+			return nil, err
+		}
+		return c.encodePushConfig(out), nil
 	case a2a.OpPushList:
-		return e.pushList(c, s)
+		res, err := e.svc.ListTaskPushNotificationConfigs(ctx, &service.ListPushConfigsRequest{Tenant: p.Tenant, TaskID: taskID,
+			PageSize: p.PageSize, PageToken: p.PageToken})
+		if err != nil {
+			return nil, err
+		}
+		configs := make([]any, 0, len(res.Configs))
+		for i := range res.Configs {
+			configs = append(configs, c.encodePushConfig(&res.Configs[i]))
+		}
+		if c.version == a2a.V03 {
+			return configs, nil
+		}
+		return struct {
+			Configs       []any  `json:"configs"`
+			NextPageToken string `json:"nextPageToken"`
+		}{Configs: configs, NextPageToken: res.NextPageToken}, nil
 	case a2a.OpPushDelete:
-		return e.pushDelete(c, s)
+		if err := e.svc.DeleteTaskPushNotificationConfig(ctx, &service.PushConfigRequest{Tenant: p.Tenant, TaskID: taskID, ID: configID}); err != nil {
+			return nil, err
+		}
+		if c.version == a2a.V03 {
+			return nil, nil // result null
+		}
+		return struct{}{}, nil // google.protobuf.Empty
 	}
 	return nil, a2a.ErrMethodNotFound
 }
 
-// savePushConfig stores a validated config of task rec for the caller,
-// in the shapes of the call's version. Its tenant is kept (and echoed in
-// 1.0) only when it names the agent called.
-func (e *Edge) savePushConfig(ctx context.Context, c *call, s *push.Store, rec *bus.TaskRecord, cfg a2a.TaskPushNotificationConfig) (*bus.PushRecord, error) {
-	if cfg.Tenant != c.agent {
-		cfg.Tenant = ""
-	}
-	return s.Save(ctx, rec, cfg, c.version)
-}
-
-func (e *Edge) pushSet(c *call, s *push.Store) (any, error) {
-	var cfg a2a.TaskPushNotificationConfig
-	if err := a2a.DecodeParams(c.req.Params, &cfg); err != nil {
-		return nil, err
-	}
-	if cfg.TaskID == "" {
-		return nil, a2a.ErrInvalidParams.With("Invalid parameters: taskId is required")
-	}
-	ctx := c.r.Context()
-	rec, err := e.loadTask(ctx, c, cfg.TaskID)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Validate(&cfg); err != nil {
-		return nil, err
-	}
-	pr, err := e.savePushConfig(ctx, c, s, rec, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return c.encodePushConfig(pr.Config, true), nil
-}
-
-func (e *Edge) pushGet(c *call, s *push.Store) (any, error) {
-	var p pushIDParams
-	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
-		return nil, err
-	}
-	if err := p.check(c); err != nil {
-		return nil, err
-	}
-	taskID, configID := p.ids()
-	ctx := c.r.Context()
-	if _, err := e.loadTask(ctx, c, taskID); err != nil {
-		return nil, err
-	}
-	if configID == "" {
-		// 0.3 get without pushNotificationConfigId: the task's config
-		// (the oldest when it has several).
-		pr, err := s.First(ctx, taskID)
-		if err != nil {
-			return nil, err
-		}
-		return c.encodePushConfig(pr.Config, false), nil
-	}
-	pr, err := s.Get(ctx, taskID, configID)
-	if err != nil {
-		return nil, err
-	}
-	return c.encodePushConfig(pr.Config, false), nil
-}
-
-func (e *Edge) pushList(c *call, s *push.Store) (any, error) {
-	var p pushIDParams
-	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
-		return nil, err
-	}
-	if err := p.check(c); err != nil {
-		return nil, err
-	}
-	taskID, _ := p.ids()
-	if p.PageSize != nil && (*p.PageSize < 0 || *p.PageSize > listMaxPageSize) {
-		return nil, a2a.ErrInvalidParams.With("Invalid parameters: pageSize must be between 0 and %d", listMaxPageSize)
-	}
-	start, err := push.ParsePageToken(p.PageToken)
-	if err != nil {
-		return nil, err
-	}
-	ctx := c.r.Context()
-	if _, err := e.loadTask(ctx, c, taskID); err != nil {
-		return nil, err
-	}
-	list, err := s.List(ctx, taskID)
-	if err != nil {
-		return nil, err
-	}
-	if c.version == a2a.V03 {
-		out := make([]any, 0, len(list))
-		for _, pr := range list {
-			out = append(out, c.encodePushConfig(pr.Config, false))
-		}
-		return out, nil
-	}
-	size := 0
-	if p.PageSize != nil {
-		size = *p.PageSize
-	}
-	page, next := push.Page(list, start, size)
-	res := struct {
-		Configs       []any  `json:"configs"`
-		NextPageToken string `json:"nextPageToken"`
-	}{Configs: make([]any, 0, len(page)), NextPageToken: next}
-	for _, pr := range page {
-		res.Configs = append(res.Configs, c.encodePushConfig(pr.Config, false))
-	}
-	return res, nil
-}
-
-func (e *Edge) pushDelete(c *call, s *push.Store) (any, error) {
-	var p pushIDParams
-	if err := a2a.DecodeParams(c.req.Params, &p); err != nil {
-		return nil, err
-	}
-	if err := p.check(c); err != nil {
-		return nil, err
-	}
-	taskID, configID := p.ids()
-	if configID == "" {
-		return nil, a2a.ErrInvalidParams.With("Invalid parameters: the push notification config id is required")
-	}
-	ctx := c.r.Context()
-	if _, err := e.loadTask(ctx, c, taskID); err != nil {
-		return nil, err
-	}
-	if err := s.Delete(ctx, taskID, configID); err != nil {
-		return nil, err
-	}
-	if c.version == a2a.V03 {
-		return nil, nil // result null
-	}
-	return struct{}{}, nil // google.protobuf.Empty
-}
-
-// encodePushConfig shapes a config for the call's version. Read back (get,
-// list), authentication.credentials is left out, as the A2A docs say.
-func (c *call) encodePushConfig(cfg a2a.TaskPushNotificationConfig, withCredentials bool) any {
-	if cfg.Authentication != nil && !withCredentials {
-		a := *cfg.Authentication
-		a.Credentials = ""
-		cfg.Authentication = &a
-	}
+// encodePushConfig shapes a config for the call's version.
+func (c *call) encodePushConfig(cfg *a2a.TaskPushNotificationConfig) any {
 	if c.version == a2a.V03 {
 		return cfg.ToV03()
 	}
-	return &cfg
-}
-
-// ---- a config inside a send ----
-
-// checkSendPush validates the push config of a send before the send records
-// anything, including the per-task limit when it continues task taskID.
-func (e *Edge) checkSendPush(ctx context.Context, c *call, taskID string, cfg *a2a.TaskPushNotificationConfig) error {
-	s, err := e.pushStore()
-	if err != nil {
-		return err
-	}
-	if err := s.Validate(cfg); err != nil {
-		return err
-	}
-	if taskID == "" {
-		return nil
-	}
-	return s.CheckRoom(ctx, taskID)
-}
-
-// storeSendPush stores the push config of a send once its turn is recorded
-// and before it is enqueued, so every event of the agent's run is delivered.
-// Without a client-given id, the id derives from the task and the turn's
-// messageId: a retried send stores the same config again, not a second one.
-func (e *Edge) storeSendPush(ctx context.Context, c *call, p *sendPlan) error {
-	if p.params.Configuration == nil || p.params.Configuration.TaskPushNotificationConfig == nil {
-		return nil
-	}
-	s, err := e.pushStore()
-	if err != nil {
-		return err
-	}
-	cfg := *p.params.Configuration.TaskPushNotificationConfig
-	if cfg.ID == "" {
-		cfg.ID = uuid.NewSHA1(taskIDSpace, []byte("push\x00"+p.rec.Task.ID+"\x00"+p.params.Message.MessageID)).String()
-	}
-	_, err = e.savePushConfig(ctx, c, s, p.rec, cfg)
-	return err
+	return cfg
 }

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -44,27 +44,27 @@ func startCallSpan(r *http.Request, req *a2a.Request) (context.Context, trace.Sp
 	return ctx, span
 }
 
-// traced notes the call's agent and protocol version on its span, and its
+// traced notes the call's agent (as the service resolved it) and protocol version on its span, and its
 // trace id on its logger.
-func (c *call) traced() {
+func (c *call) traced(agent string) {
 	if c.span.IsRecording() {
-		c.span.SetAttributes(tracing.AttrAgent.String(c.agent), tracing.AttrProtocolVersion.String(string(c.version)))
+		c.span.SetAttributes(tracing.AttrAgent.String(agent), tracing.AttrProtocolVersion.String(string(c.version)))
 	}
 	if sc := c.span.SpanContext(); sc.IsValid() {
-		c.log = c.log.With("trace_id", sc.TraceID().String())
+		c.sc.Log = c.sc.Log.With("trace_id", sc.TraceID().String())
 	}
 }
 
 // taskTraced notes the task a call works on; when the task was created
 // under another span (a stream resumed, a resubscription, a new turn), the
 // call's span links to it.
-func (c *call) taskTraced(rec *bus.TaskRecord) {
-	if !c.span.IsRecording() || c.spanTask == rec.Task.ID {
+func (c *call) taskTraced(t service.TaskRef) {
+	if !c.span.IsRecording() || c.spanTask == t.ID {
 		return
 	}
-	c.spanTask = rec.Task.ID
-	c.span.SetAttributes(tracing.AttrTaskID.String(rec.Task.ID), tracing.AttrContextID.String(rec.Task.ContextID))
-	if sc, ok := tracing.ParseTraceparent(rec.Trace); ok && sc.SpanID() != c.span.SpanContext().SpanID() {
+	c.spanTask = t.ID
+	c.span.SetAttributes(tracing.AttrTaskID.String(t.ID), tracing.AttrContextID.String(t.ContextID))
+	if sc, ok := tracing.ParseTraceparent(t.Trace); ok && sc.SpanID() != c.span.SpanContext().SpanID() {
 		c.span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("a2a.link", "task origin")}})
 	}
 }

@@ -1,0 +1,204 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/push"
+	"github.com/a2amesh/a2amesh/tasks"
+)
+
+// Agents is what the service reads of the agent registry: an agent's
+// card, and whether the registry has been read at all.
+type Agents interface {
+	Lookup(name string) (a2a.AgentCard, bool)
+	Loaded() bool
+}
+
+// DefaultBlockingTimeout is how long a blocking send waits for its task
+// to settle unless Config.BlockingTimeout says otherwise. It is longer
+// than the registry's lost grace (30 s), so a send to an agent whose only
+// worker crashed and comes back within the grace still gets its answer in
+// the same call; and half the worker's default task timeout (120 s), so a
+// client learns well before that that its task is still queued or
+// working, instead of holding a connection for as long as the task might
+// take (or, for an agent with no worker left, for ever).
+const DefaultBlockingTimeout = 60 * time.Second
+
+// Config configures a Service. Bus, Agents and Tasks are required.
+type Config struct {
+	Bus    *bus.Bus
+	Agents Agents
+	Tasks  *tasks.Service
+	// DefaultAgent serves calls that name no agent and no task.
+	DefaultAgent string
+	// BlockingTimeout bounds how long SendMessage waits for its task to
+	// settle (0: DefaultBlockingTimeout; negative: no bound). Past it the
+	// call answers with the task as it stands, still queued or working.
+	BlockingTimeout time.Duration
+	// KeepAlive is how long a stream may stay quiet before it yields a
+	// keep-alive event (default 15s).
+	KeepAlive time.Duration
+	// PushStore returns the push-config store (nil: push is not
+	// supported). Its error answers the call: not supported, or busy
+	// while push starts.
+	PushStore func() (*push.Store, error)
+	// FailoverBudget is how long a call or a stream rides out a failover
+	// of JetStream before it answers -32000 (nil: bus.FailoverBudget).
+	FailoverBudget func() time.Duration
+	Logger         *slog.Logger
+}
+
+// Service serves the A2A operations over the bus. It holds no state of
+// its own: every edge has one, and any number may share a bus.
+type Service struct {
+	cfg   Config
+	bus   *bus.Bus
+	tasks *tasks.Service
+	log   *slog.Logger
+}
+
+// New returns the service cfg describes.
+func New(cfg Config) *Service {
+	if cfg.BlockingTimeout == 0 {
+		cfg.BlockingTimeout = DefaultBlockingTimeout
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PushStore == nil {
+		cfg.PushStore = func() (*push.Store, error) { return nil, a2a.ErrPushNotificationNotSupported }
+	}
+	if cfg.Tasks == nil {
+		cfg.Tasks = tasks.New(cfg.Bus, tasks.Config{})
+	}
+	return &Service{cfg: cfg, bus: cfg.Bus, tasks: cfg.Tasks, log: cfg.Logger}
+}
+
+func (s *Service) failoverBudget() time.Duration {
+	if s.cfg.FailoverBudget != nil {
+		if d := s.cfg.FailoverBudget(); d > 0 {
+			return d
+		}
+	}
+	return bus.FailoverBudget
+}
+
+// ToError is the *a2a.Error a failure is answered with, whatever the
+// binding. An error of the bus that is JetStream being briefly unavailable
+// (no leader, no answer) is -32000 "retry", never -32603: the client's
+// retry will likely succeed once the failover is over. A write JetStream
+// refused for lack of storage is -32000 too, saying the store is full:
+// retrying at once will not help, later will.
+func ToError(err error) *a2a.Error {
+	var ae *a2a.Error
+	if errors.As(err, &ae) {
+		return a2a.AsError(err)
+	}
+	if bus.IsStorageFull(err) {
+		return a2a.AsError(bus.ErrStoreFull)
+	}
+	if bus.IsTransient(err) {
+		return bus.ErrUnavailable
+	}
+	return a2a.AsError(err)
+}
+
+// answer turns a method's failure into what it returns: an *a2a.Error,
+// with an internal cause logged (not shown to the caller). A failure of a
+// call whose client went away is returned as it is: nobody reads it.
+func (s *Service) answer(ctx context.Context, c *Call, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	ae := ToError(err)
+	if ae.Code == a2a.CodeInternalError {
+		c.logger(s.log).Error("request failed", "err", err)
+	}
+	return ae
+}
+
+// readTask loads a task, riding out a failover: a transient error of the
+// bus is retried within the failover budget (the last error is returned
+// past it, which the caller answers with -32000).
+func (s *Service) readTask(ctx context.Context, id string) (*bus.TaskRecord, error) {
+	start := time.Now()
+	wait := 100 * time.Millisecond
+	budget := s.failoverBudget()
+	var (
+		rec *bus.TaskRecord
+		err error
+	)
+	for attempt := 0; attempt < 100; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if attempt > 0 { // a retry ends with the budget (the bus's own reads retry too)
+			actx, cancel = context.WithDeadline(ctx, start.Add(budget))
+		}
+		rec, err = s.bus.LoadTask(actx, id)
+		cancel()
+		if err == nil || !bus.IsTransient(err) || errors.Is(err, bus.ErrUnavailable) || // the bus rode out its own budget already
+			ctx.Err() != nil || time.Since(start)+wait >= budget {
+			return rec, err
+		}
+		if attempt == 0 {
+			s.log.Warn("task read failed; retrying through the failover", "task_id", trunc(id, 64), "err", err)
+		}
+		if !bus.Sleep(ctx, bus.Jitter(wait)) {
+			break
+		}
+		wait = min(2*wait, time.Second)
+	}
+	return rec, err
+}
+
+// loadTask loads a task visible to the call: it exists, belongs to the
+// caller, and to the addressed agent when one was named.
+func (s *Service) loadTask(ctx context.Context, c *Call, id string) (*bus.TaskRecord, error) {
+	if id == "" {
+		return nil, a2a.ErrInvalidParams.With("Invalid parameters: id is required")
+	}
+	var (
+		rec *bus.TaskRecord
+		err error
+	)
+	if c.routed != nil && c.routed.Task.ID == id {
+		rec, c.routed = c.routed, nil // read by route an instant ago
+	} else {
+		rec, err = s.readTask(ctx, id)
+	}
+	if errors.Is(err, bus.ErrTaskNotFound) {
+		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Owner != c.Principal || (c.pinned && rec.Agent != c.agent) {
+		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
+	}
+	c.noteTask(rec)
+	return rec, nil
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func historyLen(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
