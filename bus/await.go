@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/nats-io/nats.go"
 )
 
 // SettleWatch waits for a task to settle: to reach a final (terminal or
@@ -14,7 +13,7 @@ import (
 type SettleWatch struct {
 	b   *Bus
 	id  string
-	sub *nats.Subscription
+	sub *Subscription
 	ch  chan *TaskRecord
 }
 
@@ -37,7 +36,7 @@ func (b *Bus) WatchSettle(id string) (*SettleWatch, error) {
 }
 
 // Stop ends the watch.
-func (w *SettleWatch) Stop() { _ = w.sub.Unsubscribe() }
+func (w *SettleWatch) Stop() { w.sub.Stop() }
 
 // Wait returns the task once it has settled; rec is the task as the caller
 // last saw it. The stored snapshot arrives whole as soon as a worker

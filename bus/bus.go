@@ -112,7 +112,8 @@ type Bus struct {
 }
 
 // Open ensures the streams and buckets exist (creating or updating them)
-// and returns a Bus using nc. The caller keeps ownership of nc.
+// and returns a Bus using nc. The caller keeps ownership of nc, and runs
+// the bus's upkeep (Run) for as long as it uses the bus.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	cfg = cfg.withDefaults()
 	js, err := jetstream.New(nc)
@@ -123,7 +124,6 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
-	go b.retain()
 	return b, nil
 }
 

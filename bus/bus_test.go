@@ -263,7 +263,7 @@ func TestWatchSnapshotsDeliversStoredFinalState(t *testing.T) {
 	got := make(chan *TaskRecord, 4)
 	sub, err := b.WatchSnapshots("w1", a2a.TaskState.Final, func(r *TaskRecord) { got <- r })
 	require.NoError(t, err)
-	defer sub.Unsubscribe()
+	defer sub.Stop()
 	for _, st := range []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted} {
 		rec, _, err = b.UpdateTask(ctx, "w1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) { return status("w1", st), nil })
 		require.NoError(t, err)

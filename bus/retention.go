@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -30,7 +29,8 @@ import (
 //     per task), dropping the oldest (DiscardOld). A snapshot is stored
 //     again at every state change (and every few events while an agent
 //     runs), so the oldest is the task changed least recently.
-//   - Every process that opens the bus trims (Trim, every few seconds):
+//   - Every process hosting the bus (edge, worker, mesh) runs its upkeep
+//     (Run), which trims (Trim) every few seconds:
 //     while the bucket is over 90% of MaxTasks or the events stream over
 //     90% of MaxEvents, it evicts the least recently changed task whole —
 //     first its log (and push configs), then its snapshot — so an evicted
@@ -182,21 +182,24 @@ func IsTaskLogFull(err error) bool {
 	return errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum messages per subject")
 }
 
-// retain trims every trimEvery until the bus's connection closes or drains.
-// The wait is a subscription nobody publishes to: closing the connection
-// ends it at once, so nothing outlives the connection.
-func (b *Bus) retain() {
-	sub, err := b.nc.SubscribeSync(nats.NewInbox())
-	if err != nil {
-		return
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+// Run is the bus's upkeep: it trims (Trim) every few seconds until ctx
+// ends, or the connection is closed, and returns nil then, with nothing of
+// it left running. The process hosting the bus runs it beside its other
+// components; running it in several processes at once is safe.
+func (b *Bus) Run(ctx context.Context) error {
+	t := time.NewTicker(trimEvery)
+	defer t.Stop()
 	for {
-		if _, err := sub.NextMsg(trimEvery); !errors.Is(err, nats.ErrTimeout) {
-			return
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), trimEvery)
-		_, _ = b.Trim(ctx)
+		if b.nc.IsClosed() {
+			return nil
+		}
+		tctx, cancel := context.WithTimeout(ctx, trimEvery)
+		_, _ = b.Trim(tctx)
 		cancel()
 	}
 }

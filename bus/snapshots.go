@@ -18,9 +18,9 @@ func snapshotSubject(id string) string { return "$KV." + BucketTasks + "." + id 
 // on whose state satisfies want, delivered whole by core NATS as the bucket
 // stores it: a blocking call learns the settled task without reading
 // anything. Delivery is at most once, so callers keep a slower fallback
-// (LoadTask). Unsubscribe when done.
-func (b *Bus) WatchSnapshots(id string, want func(a2a.TaskState) bool, fn func(*TaskRecord)) (*nats.Subscription, error) {
-	return b.nc.Subscribe(snapshotSubject(id), func(m *nats.Msg) {
+// (LoadTask). Stop the subscription when done.
+func (b *Bus) WatchSnapshots(id string, want func(a2a.TaskState) bool, fn func(*TaskRecord)) (*Subscription, error) {
+	sub, err := b.nc.Subscribe(snapshotSubject(id), func(m *nats.Msg) {
 		if len(m.Data) == 0 {
 			return // a delete or purge marker
 		}
@@ -33,6 +33,10 @@ func (b *Bus) WatchSnapshots(id string, want func(a2a.TaskState) bool, fn func(*
 		}
 		fn(&rec)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{sub}, nil
 }
 
 // PeekTask returns the stored snapshot of task id without checking the log

@@ -32,7 +32,7 @@ type WorkItem struct {
 // Enqueue puts item on its agent's work queue. msgID makes the publish
 // idempotent within the duplicate window; hdr carries trace context.
 // A full queue yields ErrQueueFull.
-func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr nats.Header) error {
+func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map[string][]string) error {
 	data, err := json.Marshal(item)
 	if err != nil {
 		return fmt.Errorf("bus: encode work item: %w", err)

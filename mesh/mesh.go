@@ -135,6 +135,11 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		_ = m.bus.Run(runCtx) // the bus's upkeep (retention), until runCtx ends
+	}()
 
 	table := registry.NewTable()
 	table.Logger = cfg.Logger

@@ -180,15 +180,16 @@ func (a *Agent) RefreshCard(ctx context.Context) error {
 	return nil
 }
 
-// WatchCard refreshes the card every interval until ctx ends; a failed
-// fetch keeps the card as it was.
-func (a *Agent) WatchCard(ctx context.Context, every time.Duration) {
+// WatchCard refreshes the card every interval until ctx ends, and returns
+// nil then, with nothing of it left running; a failed fetch keeps the card
+// as it was.
+func (a *Agent) WatchCard(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 			fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			if err := a.RefreshCard(fctx); err != nil && ctx.Err() == nil {

@@ -425,7 +425,11 @@ func runEdge(ctx context.Context, args []string) error {
 	defer wg.Wait()
 	rctx, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
-	wg.Add(1)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_ = b.Run(rctx) // the bus's upkeep (retention), until rctx ends
+	}()
 	go func() {
 		defer wg.Done()
 		_ = table.Run(rctx, b) // returns when rctx ends; retries its watch meanwhile
@@ -547,6 +551,17 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeBus()
+	// The worker's components: the bus's upkeep and, for a proxy, its card
+	// refresh run beside the worker and are gone when runWorker returns.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = b.Run(ctx)
+	}()
 	if *proxyURL != "" {
 		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, Bus: b, Logger: log})
 		if errors.Is(err, ssrf.ErrBlocked) {
@@ -557,7 +572,11 @@ func runWorker(ctx context.Context, args []string) error {
 		}
 		a, *name = p, p.Name()
 		if *cardRefresh > 0 {
-			go p.WatchCard(ctx, *cardRefresh)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = p.WatchCard(ctx, *cardRefresh)
+			}()
 		}
 	}
 	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, DelegateWait: delegateWait(), Logger: log}
