@@ -204,7 +204,8 @@ func (e *Edge) dispatch(c *call) {
 	e.writeRPC(c.w, http.StatusOK, a2a.NewResult(c.req.ID, result))
 }
 
-// decode reads the call's params into v.
+// decode reads the call's params into v (an untyped nil error when they
+// decode: DecodeParams returns a *a2a.Error).
 func decode(c *call, v any) error {
 	if err := a2a.DecodeParams(c.req.Params, v); err != nil {
 		return err

@@ -10,9 +10,10 @@ import (
 )
 
 // Call is who calls and whom, as the transport knows it, and what the
-// service resolved for the call. A transport makes one per request and
-// puts it in the context (WithCall); a context without one is an
-// anonymous 1.0 call on the mesh endpoint.
+// service resolved for the call. A transport makes one per request (one
+// service method call: the first method resolves the agent, and the Call
+// keeps it) and puts it in the context (WithCall); a context without one
+// is an anonymous 1.0 call on the mesh endpoint.
 type Call struct {
 	// Principal is the caller the transport authenticated ("" for
 	// anyone). A task belongs to the principal that created it, and only
