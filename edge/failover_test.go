@@ -21,6 +21,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
@@ -65,6 +66,10 @@ type failoverEdge struct {
 	srv    *httptest.Server
 	worker *bus.Bus
 	ctx    context.Context
+	// pusher is the push deliverer beside the edge (Config.Push on), run
+	// by runPush as a host runs it (mesh, the edge role).
+	pusher *push.Deliverer
+	pushWG sync.WaitGroup
 }
 
 func startFailoverEdge(t *testing.T, cfg Config) *failoverEdge {
@@ -101,16 +106,36 @@ func (f *failoverEdge) start(t *testing.T, b *bus.Bus, cfg Config) {
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = time.Second
 	}
+	pusher, err := NewPushDeliverer(cfg)
+	require.NoError(t, err)
+	f.pusher, cfg.PushDeliverer = pusher, pusher
 	f.e = New(cfg)
 	f.srv = httptest.NewServer(f.e)
 	t.Cleanup(func() {
 		f.srv.CloseClientConnections()
 		f.srv.Close()
 		cancel()
-		f.e.Wait()
+		f.pushWG.Wait()
 		wg.Wait()
 	})
 	require.True(t, natstest.Eventually(ctx, 30*time.Second, table.Loaded), "registry table loaded")
+}
+
+// runPush runs the push deliverer until f.ctx ends, and returns once it
+// runs: nil, or its configuration error.
+func (f *failoverEdge) runPush() error {
+	ran := make(chan error, 1)
+	f.pushWG.Add(1)
+	go func() {
+		defer f.pushWG.Done()
+		ran <- f.pusher.Run(f.ctx)
+	}()
+	select {
+	case <-f.pusher.Ready():
+		return nil
+	case err := <-ran:
+		return err
+	}
 }
 
 // loseQuorum stops n1 and n2 and waits until the events stream has no
@@ -148,7 +173,7 @@ func TestPushStartRidesOutNoQuorum(t *testing.T) {
 	f := startFailoverEdge(t, Config{Push: PushConfig{Enabled: true}})
 	f.loseQuorum(t, "x")
 	started := make(chan error, 1)
-	go func() { started <- f.e.Start(f.ctx) }()
+	go func() { started <- f.runPush() }()
 
 	// For a while: not ready, and Start has not given up.
 	deadline := time.Now().Add(6 * time.Second)

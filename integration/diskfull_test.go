@@ -94,7 +94,6 @@ func startSmallMesh(t *testing.T, connect func(name string) (*nats.Conn, error),
 		hs.CloseClientConnections()
 		hs.Close()
 		cancel()
-		e.Wait()
 		wg.Wait()
 	}
 	t.Cleanup(m.stop)

@@ -411,8 +411,28 @@ func startPushEdge(t *testing.T, natsURL string, pc edge.PushConfig) *pushEdge {
 		defer close(regDone)
 		_ = table.Run(ctx, b)
 	}()
-	e := edge.New(edge.Config{Bus: b, Registry: table, Push: pc, Logger: quietPushLogger()})
-	require.NoError(t, e.Start(ctx))
+	// Push delivery runs beside the edge, as a host runs it (mesh, the
+	// edge role); the edge serves the push-config methods from it.
+	ecfg := edge.Config{Bus: b, Registry: table, Push: pc, Logger: quietPushLogger()}
+	pusher, err := edge.NewPushDeliverer(ecfg)
+	require.NoError(t, err)
+	ecfg.PushDeliverer = pusher
+	e := edge.New(ecfg)
+	pushDone := make(chan struct{})
+	if pusher == nil {
+		close(pushDone)
+	} else {
+		ran := make(chan error, 1)
+		go func() {
+			defer close(pushDone)
+			ran <- pusher.Run(ctx)
+		}()
+		select {
+		case <-pusher.Ready():
+		case err := <-ran:
+			require.NoError(t, err)
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}
@@ -420,7 +440,7 @@ func startPushEdge(t *testing.T, natsURL string, pc edge.PushConfig) *pushEdge {
 	pe := &pushEdge{URL: "http://" + ln.Addr().String(), stop: cancel, closed: make(chan struct{})}
 	stopOnce := sync.OnceFunc(func() {
 		cancel()
-		e.Wait()
+		<-pushDone
 		_ = srv.Close()
 		<-regDone
 		nc.Close()
