@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -56,14 +55,13 @@ type Config struct {
 	Auth *Auth
 	// Limits bounds what each principal may ask of the edge (limit.go).
 	Limits Limits
-	// Push configures push notifications (push.go). With Push.Enabled and
-	// no PushDeliverer, the edge makes a deliverer (NewPushDeliverer),
-	// which Start runs.
+	// Push configures push notifications (push.go): NewPushDeliverer makes
+	// from it the deliverer its host runs and gives as PushDeliverer.
 	Push PushConfig
 	// PushDeliverer, when set, is the push deliverer its host runs beside
 	// the edge (push.Deliverer.Run): the edge serves the push-config
 	// methods from its store and /.well-known/jwks.json from its key set,
-	// and waits for it to run before it is ready. Push is then ignored.
+	// and waits for it to run before it is ready (nil: push off).
 	PushDeliverer *push.Deliverer
 	// Metrics, when set, records the edge's metrics and serves them on
 	// GET /metrics (public, like /healthz: counts only, no task data).
@@ -84,14 +82,9 @@ type Edge struct {
 	svc *service.Service
 
 	limiter *limiter // nil: no rate limit (limit.go)
-	// Push (push.go): pusher is the push deliverer (nil: push off, or a
-	// bad Config.Push: pushErr says why); ownPush when the edge made it
-	// itself, for Start to run (pushStarted, closing pushDone at its end).
-	pusher      *push.Deliverer
-	pushErr     error
-	ownPush     bool
-	pushStarted atomic.Bool
-	pushDone    chan struct{}
+	// pusher is the push deliverer its host runs (Config.PushDeliverer;
+	// nil: push off).
+	pusher *push.Deliverer
 	// budget bounds how long a call or stream rides out a failover
 	// before it answers -32000 (0: bus.FailoverBudget; tests change it).
 	budget time.Duration
@@ -138,12 +131,7 @@ func New(cfg Config) *Edge {
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
-	if cfg.PushDeliverer != nil {
-		e.pusher = cfg.PushDeliverer
-	} else {
-		e.pusher, e.pushErr = NewPushDeliverer(cfg)
-		e.ownPush, e.pushDone = e.pusher != nil, make(chan struct{})
-	}
+	e.pusher = cfg.PushDeliverer
 	e.svc = service.New(service.Config{
 		Bus: cfg.Bus, Agents: cfg.Registry,
 		Tasks:           tasks.New(cfg.Bus, tasks.Config{IdempotencyWindow: cfg.IdempotencyWindow}),
@@ -188,7 +176,7 @@ func (e *Edge) routes() {
 // WaitingFor lists what the edge still waits for before it is ready
 // (empty: ready): "agent registry" until its registry table has loaded
 // the registry, "push delivery" while push is configured but its
-// deliverer is not running (see Start and Config.PushDeliverer).
+// deliverer is not running (see Config.PushDeliverer).
 func (e *Edge) WaitingFor() []string {
 	var w []string
 	if !e.reg.Loaded() {

@@ -14,8 +14,8 @@ import (
 // Push notifications: the A2A push-config methods, over the config store
 // of package push, and the key set receivers verify deliveries with. The
 // delivery itself is the push.Deliverer component: its host runs it beside
-// the HTTP server (Config.PushDeliverer), or the edge makes one from
-// Config.Push and Start runs it.
+// the HTTP server and gives it as Config.PushDeliverer (NewPushDeliverer
+// makes it from Config.Push).
 
 // PushConfig configures push-notification delivery (see push.Config).
 type PushConfig = push.Config
@@ -78,45 +78,6 @@ func (e *Edge) pushStore() (*push.Store, error) {
 		return nil, errPushStarting
 	}
 	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// Start runs the push deliverer the edge made from Config.Push (none when
-// push is off, or when the host gave Config.PushDeliverer and runs it):
-// it runs until ctx ends (Wait waits for it).
-//
-// It returns once push delivery runs. Every step that needs JetStream is
-// retried through a failover (see push.Deliverer.Run): Start returns an
-// error only for a configuration error (see PushConfig.Check), and nil
-// when ctx ends first. Meanwhile /healthz says not ready and push calls
-// are answered -32000.
-func (e *Edge) Start(ctx context.Context) error {
-	if e.pushErr != nil {
-		return e.pushErr
-	}
-	if !e.ownPush {
-		return nil
-	}
-	if !e.pushStarted.CompareAndSwap(false, true) {
-		return errors.New("edge: already started")
-	}
-	ran := make(chan error, 1)
-	go func() {
-		defer close(e.pushDone)
-		ran <- e.pusher.Run(ctx)
-	}()
-	select {
-	case <-e.pusher.Ready():
-		return nil
-	case err := <-ran:
-		return err
-	}
-}
-
-// Wait blocks until the push deliverer Start runs has stopped.
-func (e *Edge) Wait() {
-	if e.pushStarted.Load() {
-		<-e.pushDone
-	}
 }
 
 // serveJWKS serves the public key set push signatures verify with.
