@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -142,6 +143,16 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+
+	// The bus's upkeep (trimming tasks past their retention) runs beside
+	// the worker, as in every process of the mesh, until ctx ends.
+	var upkeep sync.WaitGroup
+	upkeep.Add(1)
+	go func() {
+		defer upkeep.Done()
+		_ = b.Run(ctx)
+	}()
+	defer upkeep.Wait()
 
 	// The worker registers the card (and keeps it registered while it
 	// runs), consumes the agent's queue, heartbeats running tasks, and

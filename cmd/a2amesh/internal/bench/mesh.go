@@ -96,6 +96,11 @@ func startEdge(ctx context.Context, natsURL string, cfg bus.Config, log *slog.Lo
 	rctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.wg.Add(1)
+	go func() { // the bus's upkeep, as an edge role runs it
+		defer n.wg.Done()
+		_ = b.Run(rctx)
+	}()
+	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		if err := n.Table.Run(rctx, b); err != nil && rctx.Err() == nil {
