@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-
-	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // Auth holds the credentials an edge accepts and the principal each one
@@ -194,10 +192,10 @@ func strict10Security(schemes map[string]map[string]any) map[string]map[string]a
 }
 
 // unauthorized answers a call without valid credentials: HTTP 401 with a
-// challenge for each accepted scheme, before any JSON-RPC work.
-func unauthorized(w http.ResponseWriter) {
+// challenge for each accepted scheme, and the transport's error body,
+// before any work of the transport.
+func unauthorized(w http.ResponseWriter, ref refusals) {
 	w.Header().Add("WWW-Authenticate", `Bearer realm="a2amesh"`)
 	w.Header().Add("WWW-Authenticate", `ApiKey realm="a2amesh", header="`+APIKeyHeader+`"`)
-	writeJSON(w, http.StatusUnauthorized, a2a.NewError(nil,
-		&a2a.Error{Code: codeUnauthenticated, Message: "Authentication required: send an API key in " + APIKeyHeader + " or Authorization: Bearer"}))
+	ref.unauthenticated(w, "Authentication required: send an API key in "+APIKeyHeader+" or Authorization: Bearer")
 }

@@ -157,11 +157,12 @@ func (e *Edge) routes() {
 	// Each JSON-RPC endpoint also answers with a trailing slash: clients
 	// that join "/" onto the card's URL (httpx's base_url, the A2A TCK)
 	// post there.
-	e.mux.HandleFunc("POST /agents/{name}", e.serveRPC)
-	e.mux.HandleFunc("POST /agents/{name}/{$}", e.serveRPC)
-	e.mux.HandleFunc("POST /a2a", e.serveRPC)
-	e.mux.HandleFunc("POST /a2a/{$}", e.serveRPC)
-	e.mux.HandleFunc("POST /{$}", e.serveRPC)
+	rpc := e.rpcHandler()
+	e.mux.Handle("POST /agents/{name}", rpc)
+	e.mux.Handle("POST /agents/{name}/{$}", rpc)
+	e.mux.Handle("POST /a2a", rpc)
+	e.mux.Handle("POST /a2a/{$}", rpc)
+	e.mux.Handle("POST /{$}", rpc)
 	e.mux.HandleFunc("GET /.well-known/jwks.json", e.serveJWKS) // push signatures (push.go)
 	e.mux.HandleFunc("GET /healthz", e.serveHealth)
 	e.mux.HandleFunc("GET /livez", serveLive)

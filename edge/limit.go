@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // Limits bounds what each principal may ask of the edge: a token bucket
@@ -185,9 +183,9 @@ func limitKey(r *http.Request, principal string) string {
 
 // allow reports whether principal may make another call now. When it may
 // not, it has answered the request: HTTP 429 with Retry-After (whole
-// seconds, at least 1) and a JSON-RPC error with id null, before the body
-// is read.
-func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string) bool {
+// seconds, at least 1) and the transport's error body (for JSON-RPC an
+// error with id null), before the body is read.
+func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string, ref refusals) bool {
 	lim := e.limiter
 	if lim == nil {
 		return true
@@ -198,7 +196,6 @@ func (e *Edge) allow(w http.ResponseWriter, r *http.Request, principal string) b
 	}
 	secs := max(1, int(math.Ceil(wait.Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeJSON(w, http.StatusTooManyRequests, a2a.NewError(nil, &a2a.Error{
-		Code: codeRateLimited, Message: "Rate limit exceeded: retry after " + strconv.Itoa(secs) + "s"}))
+	ref.rateLimited(w, "Rate limit exceeded: retry after "+strconv.Itoa(secs)+"s")
 	return false
 }

@@ -165,7 +165,7 @@ func TestAllowAnswers429(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/a2a", nil)
 		r.RemoteAddr = "127.0.0.1:4000"
-		if !e.allow(w, r, "") {
+		if !e.allow(w, r, "", rpcRefusals{}) {
 			return w
 		}
 		return nil
@@ -196,6 +196,6 @@ func TestAllowAnswers429(t *testing.T) {
 	off := &Edge{}
 	for i := 0; i < 100; i++ {
 		r := httptest.NewRequest(http.MethodPost, "/a2a", nil)
-		require.True(t, off.allow(httptest.NewRecorder(), r, ""), "no limits: every call passes")
+		require.True(t, off.allow(httptest.NewRecorder(), r, "", rpcRefusals{}), "no limits: every call passes")
 	}
 }

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -32,32 +31,15 @@ type call struct {
 	spanTask string // the task noted on span
 }
 
+// serveRPC serves one JSON-RPC call: it parses the request, dispatches it
+// to the service and encodes the answer. Metrics, authentication, the rate
+// limit and the body limit are middleware around it (middleware.go,
+// rpcHandler).
 func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
-	w, counted := e.countRequest(w)
-	defer counted()
-	var principal string
-	if e.cfg.Auth != nil {
-		p, ok := e.cfg.Auth.Authenticate(r)
-		if !ok {
-			unauthorized(w)
-			return
-		}
-		principal = p
-	}
-	if !e.allow(w, r, principal) {
-		return
-	}
-	if r.ContentLength > e.cfg.MaxBodyBytes {
-		e.writeRPC(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
-			a2a.ErrInvalidRequest.With("request body exceeds %d bytes", e.cfg.MaxBodyBytes)))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.cfg.MaxBodyBytes))
+	principal := principalFrom(r.Context())
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			e.writeRPC(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
-				a2a.ErrInvalidRequest.With("request body exceeds %d bytes", e.cfg.MaxBodyBytes)))
+		if bodyTooLarge(w, err, rpcRefusals{}) {
 			return
 		}
 		e.writeRPC(w, http.StatusBadRequest, a2a.NewError(nil, a2a.ErrInvalidRequest.With("could not read request body")))
@@ -108,6 +90,11 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		Legacy02: isLegacySend(req.Method), Log: e.log.With("method", req.Method),
 		OnAgent: c.traced, OnTask: c.taskTraced}
 	e.dispatch(c)
+}
+
+// rpcHandler is the JSON-RPC transport with the edge's middleware.
+func (e *Edge) rpcHandler() http.Handler {
+	return e.guard(rpcRefusals{}, http.HandlerFunc(e.serveRPC))
 }
 
 func isLegacySend(method string) bool {

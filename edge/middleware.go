@@ -1,0 +1,129 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/a2amesh/a2amesh/a2a"
+)
+
+// The HTTP middleware every A2A transport of the edge runs its calls
+// through, outermost first: request metrics (countRequests), authentication
+// (authenticate), the per-principal rate limit (rateLimit) and the body
+// limit (limitBody). What a refusal looks like is the transport's: it
+// supplies a refusals. The server span stays with the transport, which
+// alone can read a call's method and trace context out of its request.
+
+// refusals answers, in a transport's shape, the requests the middleware
+// turns away before the transport reads them.
+type refusals interface {
+	// unauthenticated answers a request without valid credentials (HTTP
+	// 401; the WWW-Authenticate challenges are set already).
+	unauthenticated(w http.ResponseWriter, msg string)
+	// rateLimited answers a request over its principal's rate (HTTP 429;
+	// Retry-After is set already).
+	rateLimited(w http.ResponseWriter, msg string)
+	// tooLarge answers a request whose body exceeds limit bytes (HTTP 413).
+	tooLarge(w http.ResponseWriter, limit int64)
+}
+
+// rpcRefusals are the JSON-RPC transport's refusals: a JSON-RPC error with
+// id null.
+type rpcRefusals struct{}
+
+func (rpcRefusals) unauthenticated(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusUnauthorized, a2a.NewError(nil, &a2a.Error{Code: codeUnauthenticated, Message: msg}))
+}
+
+func (rpcRefusals) rateLimited(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusTooManyRequests, a2a.NewError(nil, &a2a.Error{Code: codeRateLimited, Message: msg}))
+}
+
+func (rpcRefusals) tooLarge(w http.ResponseWriter, limit int64) {
+	writeJSON(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
+		a2a.ErrInvalidRequest.With("request body exceeds %d bytes", limit)))
+}
+
+// guard wraps a transport's handler in the edge's middleware.
+func (e *Edge) guard(ref refusals, h http.Handler) http.Handler {
+	return e.countRequests(e.authenticate(ref, e.rateLimit(ref, limitBody(e.cfg.MaxBodyBytes, ref, h))))
+}
+
+// countRequests records each request in a2amesh_edge_requests_total once
+// it is answered, with the method and code the transport noted on its
+// writer (noteMethod, noteCode; metrics.go).
+func (e *Edge) countRequests(h http.Handler) http.Handler {
+	if e.cfg.Metrics == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w, counted := e.countRequest(w)
+		defer counted()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// principalKey is the context key of the authenticated principal.
+type principalKey struct{}
+
+// principalFrom is the principal authenticate found for the request ("" when
+// the edge has no auth).
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// authenticate answers a request without valid credentials with 401 and a
+// challenge for each accepted scheme, before its body is read; it passes
+// on the others with their principal in the context (principalFrom).
+func (e *Edge) authenticate(ref refusals, h http.Handler) http.Handler {
+	if e.cfg.Auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := e.cfg.Auth.Authenticate(r)
+		if !ok {
+			unauthorized(w, ref)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// rateLimit takes one of the principal's tokens for each request (limit.go),
+// answering 429 when there is none.
+func (e *Edge) rateLimit(ref refusals, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !e.allow(w, r, principalFrom(r.Context()), ref) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// limitBody answers 413 for a request whose declared length exceeds max,
+// and bounds what the transport can read of the others: a read past max
+// fails with an error bodyTooLarge recognises.
+func limitBody(max int64, ref refusals, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			ref.tooLarge(w, max)
+			return
+		}
+		r = r.WithContext(r.Context()) // a copy: handlers do not modify their request
+		r.Body = http.MaxBytesReader(w, r.Body, max)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// bodyTooLarge reports whether err, from reading a request body limitBody
+// bounds, is its limit; then it has answered the request (413).
+func bodyTooLarge(w http.ResponseWriter, err error, ref refusals) bool {
+	var mbe *http.MaxBytesError
+	if !errors.As(err, &mbe) {
+		return false
+	}
+	ref.tooLarge(w, mbe.Limit)
+	return true
+}
