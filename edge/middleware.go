@@ -11,9 +11,10 @@ import (
 // The HTTP middleware every A2A transport of the edge runs its calls
 // through, outermost first: request metrics (countRequests), authentication
 // (authenticate), the per-principal rate limit (rateLimit) and the body
-// limit (limitBody). What a refusal looks like is the transport's: it
-// supplies a refusals. The server span stays with the transport, which
-// alone can read a call's method and trace context out of its request.
+// limit (limitBody), then the server span (traceCalls, tracing.go). What a
+// refusal looks like is the transport's: it supplies a refusals. The
+// transport starts the server span (startServerSpan) once it has read the
+// call's method and trace context out of its request; traceCalls ends it.
 
 // refusals answers, in a transport's shape, the requests the middleware
 // turns away before the transport reads them.
@@ -47,7 +48,7 @@ func (rpcRefusals) tooLarge(w http.ResponseWriter, limit int64) {
 
 // guard wraps a transport's handler in the edge's middleware.
 func (e *Edge) guard(ref refusals, h http.Handler) http.Handler {
-	return e.countRequests(e.authenticate(ref, e.rateLimit(ref, limitBody(e.cfg.MaxBodyBytes, ref, h))))
+	return e.countRequests(e.authenticate(ref, e.rateLimit(ref, limitBody(e.cfg.MaxBodyBytes, ref, traceCalls(h)))))
 }
 
 // countRequests records each request in a2amesh_edge_requests_total once

@@ -76,8 +76,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteMethod(w, req.Method)
-	ctx, span := startCallSpan(r, req)
-	defer span.End()
+	ctx, span := startCallSpan(r, req) // ended by traceCalls
 	r = r.WithContext(ctx)
 	c := &call{w: w, r: r, req: req, op: op, version: mv, span: span}
 	version, rpcErr := a2a.NegotiateVersion(mv, hv)

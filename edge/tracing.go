@@ -31,17 +31,50 @@ func startCallSpan(r *http.Request, req *a2a.Request) (context.Context, trace.Sp
 		_ = json.Unmarshal(req.Params, &p)
 		md = p.Metadata
 	}
+	return startServerSpan(r, req.Method, md,
+		attribute.String("rpc.system", "jsonrpc"),
+		attribute.String("rpc.method", req.Method),
+		attribute.String("rpc.jsonrpc.version", "2.0"),
+		attribute.String("url.path", r.URL.Path),
+	)
+}
+
+// startServerSpan starts the server span of the call r carries, named
+// name, under the caller's trace context (r's traceparent header, else the
+// a2a.trace entry of md), with attrs. The traceCalls middleware around the
+// transport ends it when the transport's handler returns.
+func startServerSpan(r *http.Request, name string, md a2a.Metadata, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	ctx := tracing.Extract(r.Context(), r.Header, md)
-	ctx, span := tracing.Tracer(scope).Start(ctx, req.Method, trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := tracing.Tracer(scope).Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
 	if span.IsRecording() {
-		span.SetAttributes(
-			attribute.String("rpc.system", "jsonrpc"),
-			attribute.String("rpc.method", req.Method),
-			attribute.String("rpc.jsonrpc.version", "2.0"),
-			attribute.String("url.path", r.URL.Path),
-		)
+		span.SetAttributes(attrs...)
+	}
+	if ci, ok := r.Context().Value(callInfoKey{}).(*callInfo); ok {
+		ci.span = span
 	}
 	return ctx, span
+}
+
+// callInfo is what a transport's handler tells the middleware about the
+// call it served: the server span it started, which traceCalls ends.
+type callInfo struct {
+	span trace.Span
+}
+
+type callInfoKey struct{}
+
+// traceCalls ends, when the transport's handler returns (or panics), the
+// server span it started for the call (startServerSpan).
+func traceCalls(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ci := &callInfo{}
+		defer func() {
+			if ci.span != nil {
+				ci.span.End()
+			}
+		}()
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callInfoKey{}, ci)))
+	})
 }
 
 // traced notes the call's agent (as the service resolved it) and protocol version on its span, and its
