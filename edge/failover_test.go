@@ -230,13 +230,34 @@ func TestStreamRidesOutFailover(t *testing.T) {
 	// failover), and ends.
 	w.append(ctx, 3)
 	w.complete(ctx)
-	t.Logf("task done %v after quorum was lost", time.Since(outage).Round(time.Millisecond))
+	recovered := time.Since(outage)
+	t.Logf("task done %v after quorum was lost", recovered.Round(time.Millisecond))
 
 	r := <-got
 	require.NoError(t, r.err)
-	require.Empty(t, r.errors, "no error frame")
+	ids := r.ids
+	if len(r.errors) > 0 && recovered > bus.FailoverBudget-5*time.Second {
+		// JetStream came back so late (a loaded machine) that a read
+		// inside the stream used up the bus's own failover budget: the
+		// stream may then end with -32000 (never another error), and the
+		// client resumes after the last event it got, as documented.
+		for _, e := range r.errors {
+			require.Equal(t, a2a.CodeServerBusy, e.Code, e.Message)
+		}
+		last := after
+		if len(ids) > 0 {
+			last = ids[len(ids)-1]
+		}
+		t.Logf("the stream ended with -32000 after %d events; resuming after %d", len(ids), last)
+		r2 := readStream(f.srv.URL, id, last, 90*time.Second)
+		require.NoError(t, r2.err)
+		require.Empty(t, r2.errors, "no error frame once JetStream is back")
+		ids = append(ids, r2.ids...)
+	} else {
+		require.Empty(t, r.errors, "no error frame")
+	}
 	want := w.seqs[2:]
-	require.Equal(t, want, r.ids, "every event after Last-Event-ID exactly once, in order")
+	require.Equal(t, want, ids, "every event after Last-Event-ID exactly once, in order")
 }
 
 // A stream whose reader cannot be opened (here: the events stream refuses
