@@ -24,6 +24,10 @@ const (
 	// CodeServerBusy is an implementation-defined server error (JSON-RPC
 	// reserves -32000..-32099): the mesh is at capacity, retry later.
 	CodeServerBusy = -32000
+	// CodeRateLimited is the mesh's answer to a caller over its rate
+	// limit (HTTP 429), distinct from -32000 so a client can tell "slow
+	// down" apart from "retry".
+	CodeRateLimited = -32029
 )
 
 // Error is a JSON-RPC error object. Its Message is always safe to show a
@@ -133,4 +137,41 @@ func (e *Error) WithErrorInfo() *Error {
 	}
 	return &Error{Code: e.Code, Message: e.Message,
 		Data: []ErrorInfo{{Type: ErrorInfoType, Reason: reason, Domain: ErrorDomain}}}
+}
+
+// Status is how an error is answered by the bindings that are not
+// JSON-RPC (spec §5.4): the HTTP status of HTTP+JSON, the gRPC status
+// code's name (as google.rpc.Status JSON spells it, "NOT_FOUND"), and the
+// google.rpc.ErrorInfo reason ("" for none).
+type Status struct {
+	HTTP   int
+	GRPC   string
+	Reason string
+}
+
+// Status is e's answer in the HTTP+JSON and gRPC bindings. The A2A errors
+// follow the spec's table; of the others, invalid input is 400
+// INVALID_ARGUMENT, an unknown method 501 UNIMPLEMENTED, -32000 (the mesh
+// is briefly unavailable: a failover, a full store, an edge starting) 503
+// UNAVAILABLE, the rate limit's -32029 429 RESOURCE_EXHAUSTED, and
+// anything else 500 INTERNAL.
+func (e *Error) Status() Status {
+	st := Status{HTTP: 500, GRPC: "INTERNAL"}
+	switch e.Code {
+	case CodeParseError, CodeInvalidRequest, CodeInvalidParams, CodeContentTypeNotSupported:
+		st = Status{HTTP: 400, GRPC: "INVALID_ARGUMENT"}
+	case CodeMethodNotFound:
+		st = Status{HTTP: 501, GRPC: "UNIMPLEMENTED"}
+	case CodeTaskNotFound:
+		st = Status{HTTP: 404, GRPC: "NOT_FOUND"}
+	case CodeTaskNotCancelable, CodePushNotificationNotSupported, CodeUnsupportedOperation,
+		CodeExtendedCardNotConfigured, CodeExtensionSupportRequired, CodeVersionNotSupported:
+		st = Status{HTTP: 400, GRPC: "FAILED_PRECONDITION"}
+	case CodeServerBusy:
+		st = Status{HTTP: 503, GRPC: "UNAVAILABLE"}
+	case CodeRateLimited:
+		st = Status{HTTP: 429, GRPC: "RESOURCE_EXHAUSTED"}
+	}
+	st.Reason = errorReasons[e.Code]
+	return st
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // Limits bounds what each principal may ask of the edge: a token bucket
@@ -42,7 +44,7 @@ type Limits struct {
 // codeRateLimited is the JSON-RPC error code of a 429 answer: an
 // implementation-defined server error (-32000..-32099), distinct from
 // -32000 (busy, unauthenticated) so a client can tell "slow down" apart.
-const codeRateLimited = -32029
+const codeRateLimited = a2a.CodeRateLimited
 
 const (
 	defaultMaxPrincipals = 10_000
