@@ -104,3 +104,29 @@ func TestAsErrorTypedNil(t *testing.T) {
 	require.NotNil(t, got, "a non-nil error never maps to a nil *Error")
 	assert.Equal(t, CodeInternalError, got.Code)
 }
+
+func TestErrorStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err       *Error
+		http      int
+		grpc, why string
+	}{
+		{ErrTaskNotFound, 404, "NOT_FOUND", "TASK_NOT_FOUND"},
+		{ErrTaskNotCancelable, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"},
+		{ErrPushNotificationNotSupported, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"},
+		{ErrContentTypeNotSupported, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"},
+		{ErrInvalidAgentResponse, 500, "INTERNAL", "INVALID_AGENT_RESPONSE"},
+		{ErrVersionNotSupported, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"},
+		{ErrInvalidParams.With("x"), 400, "INVALID_ARGUMENT", "INVALID_PARAMS"},
+		{ErrMethodNotFound, 501, "UNIMPLEMENTED", "METHOD_NOT_FOUND"},
+		{ErrServerBusy, 503, "UNAVAILABLE", "SERVER_ERROR"},
+		{&Error{Code: CodeRateLimited}, 429, "RESOURCE_EXHAUSTED", ""},
+		{ErrInternal, 500, "INTERNAL", "INTERNAL_ERROR"},
+		{&Error{Code: -32099}, 500, "INTERNAL", ""},
+	} {
+		st := tc.err.Status()
+		if st.HTTP != tc.http || st.GRPC != tc.grpc || st.Reason != tc.why {
+			t.Errorf("%d: got %+v, want %d %s %q", tc.err.Code, st, tc.http, tc.grpc, tc.why)
+		}
+	}
+}
