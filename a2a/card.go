@@ -2,7 +2,9 @@ package a2a
 
 // Protocol bindings and versions named in cards.
 const (
-	BindingJSONRPC = "JSONRPC"
+	BindingJSONRPC  = "JSONRPC"
+	BindingHTTPJSON = "HTTP+JSON"
+	BindingGRPC     = "GRPC"
 )
 
 // AgentInterface is one URL/binding/version a card offers.
@@ -107,6 +109,24 @@ func (c AgentCard) WithEndpoint(url, tenantURL, tenant string) AgentCard {
 	c.URL = url
 	c.PreferredTransport = BindingJSONRPC
 	c.AdditionalInterfaces = []AgentInterfaceV03{{URL: url, Transport: BindingJSONRPC}}
+	return c
+}
+
+// WithBindings returns a copy of c that also offers ifs, 1.0 interfaces
+// of other bindings than JSON-RPC: they are listed after the JSON-RPC 1.0
+// interfaces (the first entry is the one clients prefer) and before the 0.3
+// entry. The 0.3 fields keep JSON-RPC only.
+func (c AgentCard) WithBindings(ifs ...AgentInterface) AgentCard {
+	if len(ifs) == 0 {
+		return c
+	}
+	out := make([]AgentInterface, 0, len(c.SupportedInterfaces)+len(ifs))
+	i := 0
+	for ; i < len(c.SupportedInterfaces) && c.SupportedInterfaces[i].ProtocolVersion != string(V03); i++ {
+		out = append(out, c.SupportedInterfaces[i])
+	}
+	out = append(out, ifs...)
+	c.SupportedInterfaces = append(out, c.SupportedInterfaces[i:]...)
 	return c
 }
 

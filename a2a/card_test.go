@@ -162,3 +162,16 @@ func TestStrict10DropsOnlyThe03Fields(t *testing.T) {
 	}
 	assert.Len(t, c.SupportedInterfaces, 3, "the interfaces, 0.3 included, stay")
 }
+
+func TestWithBindings(t *testing.T) {
+	c := sampleCard().WithEndpoint("http://x/agents/n", "http://x/a2a", "n").WithBindings(
+		AgentInterface{URL: "http://x/agents/n", ProtocolBinding: BindingHTTPJSON, ProtocolVersion: string(V10)},
+		AgentInterface{URL: "x:9090", ProtocolBinding: BindingGRPC, Tenant: "n", ProtocolVersion: string(V10)},
+	)
+	var got []string
+	for _, i := range c.SupportedInterfaces {
+		got = append(got, i.ProtocolBinding+" "+i.ProtocolVersion+" "+i.Tenant)
+	}
+	assert.Equal(t, []string{"JSONRPC 1.0 ", "JSONRPC 1.0 n", "HTTP+JSON 1.0 ", "GRPC 1.0 n", "JSONRPC 0.3 "}, got)
+	assert.Equal(t, []AgentInterfaceV03{{URL: "http://x/agents/n", Transport: BindingJSONRPC}}, c.AdditionalInterfaces)
+}

@@ -27,6 +27,11 @@ type Config struct {
 	// PublicURL is the base URL clients reach this edge at, used in cards
 	// (default: derived from each request's Host).
 	PublicURL string
+	// GRPCURL is the address gRPC clients reach this edge's gRPC
+	// listener at, listed in cards ("": the edge serves no gRPC). A host
+	// of "" or 0.0.0.0 (":9090") is replaced by the host of PublicURL or
+	// of the card request.
+	GRPCURL string
 	// DefaultAgent serves POST /a2a calls that name no tenant.
 	DefaultAgent string
 	// IdempotencyWindow is how long a send repeating an earlier messageId
@@ -278,7 +283,7 @@ func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.Agen
 	if len(c.DefaultOutputModes) == 0 {
 		c.DefaultOutputModes = []string{"text/plain"}
 	}
-	return e.finishCard(c.WithEndpoint(base+"/agents/"+name, base+"/a2a", name))
+	return e.finishCard(c.WithEndpoint(base+"/agents/"+name, base+"/a2a", name).WithBindings(e.moreBindings(base, name)...))
 }
 
 func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
@@ -332,7 +337,7 @@ func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
 		DefaultOutputModes:                []string{"text/plain", "application/json"},
 		Skills:                            skills,
 	}
-	writeCard(w, r, e.finishCard(c.WithEndpoint(base+"/a2a", "", "")))
+	writeCard(w, r, e.finishCard(c.WithEndpoint(base+"/a2a", "", "").WithBindings(e.moreBindings(base, "")...)))
 }
 
 // cardMaxAge is how long clients may cache a card: short, because the mesh
