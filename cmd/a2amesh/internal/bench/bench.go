@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc"
 )
 
 // Methods the load generator can send.
@@ -84,8 +85,15 @@ type Options struct {
 	// Client, if set, is used instead of a client built for the run.
 	Client *http.Client
 	// Check, if set, judges each reply body instead of CheckReply (for
-	// agents that do not echo the text, e.g. slow).
+	// agents that do not echo the text, e.g. slow). JSON-RPC and REST only.
 	Check func(body []byte) error
+	// Binding is BindingJSONRPC (the default), BindingREST or
+	// BindingGRPC. REST and gRPC send 1.0 SendMessage (Method must be
+	// empty or MethodSend10).
+	Binding string
+	// Tenant is the tenant of every request (REST: in the body; gRPC: the
+	// request's tenant field); empty for none.
+	Tenant string
 }
 
 // Result is what one run measured. Latencies are of successful requests.
@@ -133,6 +141,21 @@ func (o *Options) normalize() error {
 	}
 	if o.Warmup < 0 || o.Warmup > MaxDuration {
 		return fmt.Errorf("bench: warmup %v out of range", o.Warmup)
+	}
+	switch o.Binding {
+	case "":
+		o.Binding = BindingJSONRPC
+	case BindingJSONRPC:
+	case BindingREST, BindingGRPC:
+		if o.Method != "" && o.Method != MethodSend10 {
+			return fmt.Errorf("bench: the %s binding sends %q only", o.Binding, MethodSend10)
+		}
+		o.Method = MethodSend10
+		if o.Binding == BindingGRPC && o.Check != nil {
+			return errors.New("bench: Check applies to JSON bodies, not gRPC")
+		}
+	default:
+		return fmt.Errorf("bench: binding %q not supported (want %q, %q or %q)", o.Binding, BindingJSONRPC, BindingREST, BindingGRPC)
 	}
 	switch o.Method {
 	case "":
@@ -187,15 +210,32 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		client = NewClient(o.Concurrency)
 		defer client.CloseIdleConnections()
 	}
+	var conns []*grpc.ClientConn
+	if o.Binding == BindingGRPC {
+		var err error
+		if conns, err = dialGRPC(o); err != nil {
+			return Result{}, err
+		}
+		defer closeGRPC(conns)
+	}
+	newSender := func(worker int) loadSender {
+		switch o.Binding {
+		case BindingREST:
+			return newRESTSender(client, o)
+		case BindingGRPC:
+			return newGRPCSender(conns[worker/grpcConnsPerWorkers], o)
+		}
+		return newRPCSender(client, o, worker)
+	}
 	if o.Warmup > 0 {
 		w := o
 		w.Duration = o.Warmup
-		runLoad(ctx, client, w)
+		runLoad(ctx, newSender, w)
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return runLoad(ctx, client, o), nil
+	return runLoad(ctx, newSender, o), nil
 }
 
 // workerStats is what one worker gathered; merged at the end so workers
@@ -217,7 +257,7 @@ func (w *workerStats) fail(err error) {
 	}
 }
 
-func runLoad(ctx context.Context, client *http.Client, o Options) Result {
+func runLoad(ctx context.Context, newSender func(worker int) loadSender, o Options) Result {
 	start := time.Now()
 	deadline := start.Add(o.Duration)
 	// Requests still in flight at the deadline get up to one request
@@ -237,7 +277,7 @@ func runLoad(ctx context.Context, client *http.Client, o Options) Result {
 		wg.Add(1)
 		go func(w *workerStats, worker int) {
 			defer wg.Done()
-			s := newSender(client, o, worker)
+			s := newSender(worker)
 			// Pre-size for a plausible rate so appends rarely copy.
 			w.latencies = make([]time.Duration, 0, 4096)
 			for runCtx.Err() == nil && time.Now().Before(deadline) && take() {
@@ -307,8 +347,8 @@ func rank(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// sender sends one worker's requests, reusing its buffers.
-type sender struct {
+// rpcSender sends one worker's JSON-RPC requests, reusing its buffers.
+type rpcSender struct {
 	client  *http.Client
 	url     string
 	method  string
@@ -322,8 +362,8 @@ type sender struct {
 	reply   bytes.Buffer
 }
 
-func newSender(client *http.Client, o Options, worker int) *sender {
-	s := &sender{client: client, url: o.URL, method: o.Method, text: o.Text, timeout: o.RequestTimeout, check: o.Check}
+func newRPCSender(client *http.Client, o Options, worker int) *rpcSender {
+	s := &rpcSender{client: client, url: o.URL, method: o.Method, text: o.Text, timeout: o.RequestTimeout, check: o.Check}
 	s.id = int64(worker) << 32
 	text, _ := json.Marshal(o.Text)
 	method, _ := json.Marshal(o.Method)
@@ -345,12 +385,12 @@ func newSender(client *http.Client, o Options, worker int) *sender {
 func Body(method, text, messageID string, id int64) []byte {
 	o := Options{URL: "x", Method: method, Text: text}
 	_ = o.normalize()
-	s := newSender(nil, o, 0)
+	s := newRPCSender(nil, o, 0)
 	s.buildBody(messageID, id)
 	return bytes.Clone(s.body.Bytes())
 }
 
-func (s *sender) buildBody(messageID string, id int64) {
+func (s *rpcSender) buildBody(messageID string, id int64) {
 	s.body.Reset()
 	s.body.Write(s.prefix)
 	s.body.WriteString(messageID)
@@ -359,7 +399,7 @@ func (s *sender) buildBody(messageID string, id int64) {
 	s.body.WriteByte('}')
 }
 
-func (s *sender) send(ctx context.Context) error {
+func (s *rpcSender) send(ctx context.Context) error {
 	s.id++
 	s.buildBody(uuid.NewString(), s.id)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -447,19 +487,26 @@ func checkTask(method string, body []byte, match func(string) bool, missing stri
 	if r.JSONRPC != "2.0" || len(r.Result) == 0 {
 		return errors.New("reply is not a JSON-RPC 2.0 result")
 	}
+	return checkResult(method, r.Result, match, missing)
+}
+
+// checkResult checks that result (a JSON-RPC result, or an HTTP+JSON
+// reply) is a completed task in method's shape with an artifact text part
+// for which match holds.
+func checkResult(method string, result []byte, match func(string) bool, missing string) error {
 	var t replyTask
 	wantState := "completed"
 	if method == MethodSend10 {
 		var w struct {
 			Task *replyTask `json:"task"`
 		}
-		if err := json.Unmarshal(r.Result, &w); err != nil || w.Task == nil {
+		if err := json.Unmarshal(result, &w); err != nil || w.Task == nil {
 			return errors.New(`result is not {"task":{...}}`)
 		}
 		t = *w.Task
 		wantState = "TASK_STATE_COMPLETED"
 	} else {
-		if err := json.Unmarshal(r.Result, &t); err != nil {
+		if err := json.Unmarshal(result, &t); err != nil {
 			return errors.New("result is not a task")
 		}
 		if t.Kind != "task" {
@@ -504,3 +551,8 @@ func (r Result) sortedSamples() []string {
 // ErrorSummary returns the error samples, most frequent first, one per
 // string ("12x JSON-RPC error -32603: ...").
 func (r Result) ErrorSummary() []string { return r.sortedSamples() }
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

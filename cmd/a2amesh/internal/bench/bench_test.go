@@ -246,7 +246,7 @@ func BenchmarkA2AGoEcho(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				s := newSender(client, o, int(workers.Add(1)))
+				s := newRPCSender(client, o, int(workers.Add(1)))
 				for pb.Next() {
 					if err := s.send(ctx); err != nil {
 						if failures.Add(1) == 1 {
