@@ -146,8 +146,10 @@ func (s *Service) readTask(ctx context.Context, id string) (*bus.TaskRecord, err
 		}
 		rec, err = s.bus.LoadTask(actx, id)
 		cancel()
-		if err == nil || !bus.IsTransient(err) || errors.Is(err, bus.ErrUnavailable) || // the bus rode out its own budget already
-			ctx.Err() != nil || time.Since(start)+wait >= budget {
+		// The bus rides out a failover for its own budget, then says
+		// ErrUnavailable; a call whose budget is longer (a stream's,
+		// say) goes on asking until its own is spent.
+		if err == nil || !bus.IsTransient(err) || ctx.Err() != nil || time.Since(start)+wait >= budget {
 			return rec, err
 		}
 		if attempt == 0 {
