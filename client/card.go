@@ -59,8 +59,13 @@ func CardJSON(ctx context.Context, cardURL string, opts ...Option) ([]byte, erro
 	return raw, err
 }
 
-// Card fetches the card of the client's agent, from CardURL(c.URL()).
+// Card fetches the card of the client's agent, from CardURL(c.URL()). A
+// gRPC client, whose URL is no HTTP URL, has no such card: it fails with
+// ErrUnsupported.
 func (c *Client) Card(ctx context.Context) (*a2a.AgentCard, error) {
+	if c.binding == a2a.BindingGRPC {
+		return nil, fmt.Errorf("client: %w: the card of a gRPC address", ErrUnsupported)
+	}
 	card, _, err := c.fetchCard(ctx, CardURL(c.url))
 	return card, err
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"google.golang.org/grpc"
+
 	"github.com/a2amesh/a2amesh/a2a"
 )
 
@@ -82,17 +84,24 @@ var (
 	ErrInvalidResponse = errors.New("invalid response")
 )
 
-// Client calls one agent's A2A JSON-RPC endpoint, in 1.0 unless
-// WithProtocolVersion says 0.3. It is safe for
-// concurrent use.
+// Client calls one agent's A2A endpoint over one binding: JSON-RPC (the
+// default, in 1.0 unless WithProtocolVersion says 0.3), HTTP+JSON or gRPC
+// (both 1.0), as WithBinding says. Every binding has the same methods and
+// returns the same errors: an error the agent answered with is an
+// *a2a.Error carrying the A2A code. It is safe for concurrent use.
 type Client struct {
 	v03     bool // speak A2A 0.3 (message/send, ...) instead of 1.0
+	binding string
+	tr      transport // HTTP+JSON or gRPC; nil for JSON-RPC
 	url     string
 	hc      *http.Client
 	header  http.Header
 	tenant  string
 	maxBody int64
 	lastID  atomic.Int64
+
+	dial     Dialer            // gRPC: how connections are opened
+	grpcOpts []grpc.DialOption // gRPC: more connection options
 }
 
 // Option configures a Client.
@@ -110,8 +119,9 @@ func WithHTTPClient(hc *http.Client) Option {
 }
 
 // WithHeader sets a header on every request (for example Authorization or
-// A2A-Extensions). The protocol's own headers (Content-Type, Accept,
-// A2A-Version, Last-Event-ID) cannot be overridden this way.
+// A2A-Extensions); a gRPC client sends it as metadata, its key in lower
+// case. The protocol's own headers (Content-Type, Accept, A2A-Version,
+// Last-Event-ID) cannot be overridden this way.
 func WithHeader(key, value string) Option {
 	return func(c *Client) { c.header.Set(key, value) }
 }
@@ -120,6 +130,25 @@ func WithHeader(key, value string) Option {
 // already name one.
 func WithTenant(tenant string) Option {
 	return func(c *Client) { c.tenant = tenant }
+}
+
+// WithBinding makes the client speak the given binding, as a card's
+// protocolBinding names it: a2a.BindingJSONRPC (the default),
+// a2a.BindingHTTPJSON (spec §11: REST routes under the base URL, with the
+// tenant as the first path segment) or a2a.BindingGRPC (spec §10: the
+// A2AService over HTTP/2). The names are matched without regard to case.
+// A gRPC client's URL is the server's address: host:port, with plain
+// (unencrypted) HTTP/2, or https://host:port or grpcs://host:port for TLS
+// (http:// and grpc:// say plain explicitly); it must be closed with
+// Close. HTTP+JSON and gRPC are spoken in A2A 1.0 only. A client given an
+// unknown binding fails every call with ErrUnsupported.
+func WithBinding(binding string) Option {
+	return func(c *Client) {
+		c.binding = binding
+		if b := canonicalBinding(binding); b != "" {
+			c.binding = b
+		}
+	}
 }
 
 // WithProtocolVersion makes the client speak the given A2A version: "1.0"
@@ -142,11 +171,13 @@ func WithMaxResponseBytes(n int64) Option {
 	}
 }
 
-// New returns a client for the agent whose JSON-RPC endpoint is baseURL,
-// e.g. http://127.0.0.1:8080/agents/echo.
+// New returns a client for the agent whose endpoint is baseURL: for
+// JSON-RPC and HTTP+JSON its URL, e.g. http://127.0.0.1:8080/agents/echo;
+// for gRPC its address, host:port (see WithBinding).
 func New(baseURL string, opts ...Option) *Client {
 	c := &Client{
 		url:     baseURL,
+		binding: a2a.BindingJSONRPC,
 		hc:      &http.Client{},
 		header:  http.Header{},
 		maxBody: DefaultMaxResponseBytes,
@@ -157,25 +188,88 @@ func New(baseURL string, opts ...Option) *Client {
 	if c.v03 {
 		c.tenant = ""
 	}
+	switch {
+	case c.binding == a2a.BindingJSONRPC:
+	case c.v03:
+		c.tr = failing{fmt.Errorf("client: %w: A2A 0.3 over %s", ErrUnsupported, c.binding)}
+	case c.binding == a2a.BindingHTTPJSON:
+		c.tr = &restTransport{c: c}
+	case c.binding == a2a.BindingGRPC:
+		c.tr = newGRPCTransport(c)
+	default:
+		c.tr = failing{fmt.Errorf("client: %w: binding %q", ErrUnsupported, c.binding)}
+	}
 	return c
 }
 
 // URL returns the endpoint the client calls.
 func (c *Client) URL() string { return c.url }
 
+// Binding returns the binding the client speaks: a2a.BindingJSONRPC,
+// a2a.BindingHTTPJSON or a2a.BindingGRPC.
+func (c *Client) Binding() string { return c.binding }
+
+// Close releases what the client holds: the connection of a gRPC client.
+// A JSON-RPC or HTTP+JSON client holds nothing of its own (its HTTP
+// client's idle connections are the HTTP client's). Calls after Close
+// fail.
+func (c *Client) Close() error {
+	if c.tr == nil {
+		return nil
+	}
+	return c.tr.close()
+}
+
+// transport is a binding other than JSON-RPC. Requests come with the
+// client's tenant filled in; results are checked by the caller.
+type transport interface {
+	send(ctx context.Context, req *a2a.SendMessageRequest) (*a2a.StreamResponse, error)
+	stream(ctx context.Context, req *a2a.SendMessageRequest) (*Stream, error)
+	subscribe(ctx context.Context, req *a2a.TaskIDRequest, lastEventID string) (*Stream, error)
+	getTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error)
+	listTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error)
+	cancel(ctx context.Context, req *a2a.TaskIDRequest) (*a2a.Task, error)
+	close() error
+}
+
+// failing is the transport of a client that cannot call: every call
+// returns err.
+type failing struct{ err error }
+
+func (f failing) send(context.Context, *a2a.SendMessageRequest) (*a2a.StreamResponse, error) {
+	return nil, f.err
+}
+func (f failing) stream(context.Context, *a2a.SendMessageRequest) (*Stream, error) { return nil, f.err }
+func (f failing) subscribe(context.Context, *a2a.TaskIDRequest, string) (*Stream, error) {
+	return nil, f.err
+}
+func (f failing) getTask(context.Context, *a2a.GetTaskRequest) (*a2a.Task, error) { return nil, f.err }
+func (f failing) listTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return nil, f.err
+}
+func (f failing) cancel(context.Context, *a2a.TaskIDRequest) (*a2a.Task, error) { return nil, f.err }
+func (f failing) close() error                                                  { return nil }
+
 // Send calls SendMessage. The result holds either a Task or a Message.
 func (c *Client) Send(ctx context.Context, req *a2a.SendMessageRequest) (*a2a.StreamResponse, error) {
-	params, err := c.sendParams(req)
-	if err != nil {
-		return nil, err
+	if req == nil || req.Message == nil {
+		return nil, errSendNeedsMessage
 	}
-	var raw json.RawMessage
-	if err := c.call(ctx, c.method(methodSend), params, &raw); err != nil {
-		return nil, err
-	}
-	res, err := decodeStreamResult(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.method(methodSend), err)
+	var res *a2a.StreamResponse
+	if c.tr != nil {
+		var err error
+		if res, err = c.tr.send(ctx, c.withTenant(req)); err != nil {
+			return nil, err
+		}
+	} else {
+		var raw json.RawMessage
+		if err := c.call(ctx, c.method(methodSend), c.sendParams(req), &raw); err != nil {
+			return nil, err
+		}
+		var err error
+		if res, err = decodeStreamResult(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.method(methodSend), err)
+		}
 	}
 	if res.Task == nil && res.Message == nil {
 		return nil, fmt.Errorf("%s: %w: result must hold a task or a message", c.method(methodSend), ErrInvalidResponse)
@@ -186,31 +280,47 @@ func (c *Client) Send(ctx context.Context, req *a2a.SendMessageRequest) (*a2a.St
 // Stream calls SendStreamingMessage and returns the stream of its events.
 // The caller must Close the stream.
 func (c *Client) Stream(ctx context.Context, req *a2a.SendMessageRequest) (*Stream, error) {
-	params, err := c.sendParams(req)
-	if err != nil {
-		return nil, err
+	if req == nil || req.Message == nil {
+		return nil, errSendNeedsMessage
 	}
-	return c.openStream(ctx, c.method(methodStream), params, "")
+	if c.tr != nil {
+		return c.tr.stream(ctx, c.withTenant(req))
+	}
+	return c.openStream(ctx, c.method(methodStream), c.sendParams(req), "")
 }
 
 // Subscribe calls SubscribeToTask for the task taskID. A non-empty
-// lastEventID is sent as the Last-Event-ID header, asking the server to
-// resume after that event. The caller must Close the stream.
+// lastEventID asks the server to resume after that event (the
+// Last-Event-ID header of JSON-RPC and HTTP+JSON, the last-event-id
+// metadata of gRPC). The caller must Close the stream.
 func (c *Client) Subscribe(ctx context.Context, taskID, lastEventID string) (*Stream, error) {
-	return c.openStream(ctx, c.method(methodSubscribe), &a2a.TaskIDRequest{Tenant: c.tenant, ID: taskID}, lastEventID)
+	req := &a2a.TaskIDRequest{Tenant: c.tenant, ID: taskID}
+	if c.tr != nil {
+		return c.tr.subscribe(ctx, req, lastEventID)
+	}
+	return c.openStream(ctx, c.method(methodSubscribe), req, lastEventID)
 }
 
 // GetTask calls GetTask. A nil historyLength leaves the history length to
 // the server.
 func (c *Client) GetTask(ctx context.Context, id string, historyLength *int) (*a2a.Task, error) {
-	var t a2a.Task
-	if err := c.call(ctx, c.method(methodGet), &a2a.GetTaskRequest{Tenant: c.tenant, ID: id, HistoryLength: historyLength}, &t); err != nil {
-		return nil, err
+	req := &a2a.GetTaskRequest{Tenant: c.tenant, ID: id, HistoryLength: historyLength}
+	var t *a2a.Task
+	if c.tr != nil {
+		var err error
+		if t, err = c.tr.getTask(ctx, req); err != nil {
+			return nil, err
+		}
+	} else {
+		t = new(a2a.Task)
+		if err := c.call(ctx, c.method(methodGet), req, t); err != nil {
+			return nil, err
+		}
 	}
-	if t.ID == "" {
+	if t == nil || t.ID == "" {
 		return nil, fmt.Errorf("%s: %w: task without id", c.method(methodGet), ErrInvalidResponse)
 	}
-	return &t, nil
+	return t, nil
 }
 
 // ListTasks calls ListTasks; a nil req lists with the server's defaults.
@@ -225,6 +335,13 @@ func (c *Client) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 	if p.Tenant == "" {
 		p.Tenant = c.tenant
 	}
+	if c.tr != nil {
+		res, err := c.tr.listTasks(ctx, &p)
+		if err == nil && res == nil {
+			err = fmt.Errorf("%s: %w: no result", methodList, ErrInvalidResponse)
+		}
+		return res, err
+	}
 	var res a2a.ListTasksResponse
 	if err := c.call(ctx, methodList, &p, &res); err != nil {
 		return nil, err
@@ -234,30 +351,43 @@ func (c *Client) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 
 // Cancel calls CancelTask and returns the task as the server left it.
 func (c *Client) Cancel(ctx context.Context, id string) (*a2a.Task, error) {
-	var t a2a.Task
-	if err := c.call(ctx, c.method(methodCancel), &a2a.TaskIDRequest{Tenant: c.tenant, ID: id}, &t); err != nil {
-		return nil, err
+	req := &a2a.TaskIDRequest{Tenant: c.tenant, ID: id}
+	var t *a2a.Task
+	if c.tr != nil {
+		var err error
+		if t, err = c.tr.cancel(ctx, req); err != nil {
+			return nil, err
+		}
+	} else {
+		t = new(a2a.Task)
+		if err := c.call(ctx, c.method(methodCancel), req, t); err != nil {
+			return nil, err
+		}
 	}
-	if t.ID == "" {
+	if t == nil || t.ID == "" {
 		return nil, fmt.Errorf("%s: %w: task without id", c.method(methodCancel), ErrInvalidResponse)
 	}
-	return &t, nil
+	return t, nil
 }
 
-// sendParams copies req, filling in the client's tenant, in the wire shape
-// of the client's version.
-func (c *Client) sendParams(req *a2a.SendMessageRequest) (any, error) {
-	if req == nil || req.Message == nil {
-		return nil, errors.New("client: send needs a message")
-	}
-	if c.v03 {
-		return req.ToV03(), nil
-	}
+var errSendNeedsMessage = errors.New("client: send needs a message")
+
+// withTenant copies req, filling in the client's tenant.
+func (c *Client) withTenant(req *a2a.SendMessageRequest) *a2a.SendMessageRequest {
 	p := *req
 	if p.Tenant == "" {
 		p.Tenant = c.tenant
 	}
-	return &p, nil
+	return &p
+}
+
+// sendParams is req, with the client's tenant, in the JSON-RPC wire shape
+// of the client's version.
+func (c *Client) sendParams(req *a2a.SendMessageRequest) any {
+	if c.v03 {
+		return req.ToV03()
+	}
+	return c.withTenant(req)
 }
 
 type rpcRequest struct {

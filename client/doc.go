@@ -1,15 +1,18 @@
-// Package client is a small A2A 1.0 JSON-RPC client: it owns the HTTP side
-// of talking to one agent endpoint (request envelope, A2A-Version header,
-// service headers, tenant, response size bounds, HTTP and JSON-RPC error
-// mapping), reading Server-Sent Events streams, and fetching agent cards.
+// Package client is a small A2A 1.0 client: it owns the wire side of
+// talking to one agent endpoint over any of the three standard bindings —
+// JSON-RPC (the default; also A2A 0.3), HTTP+JSON and gRPC — (request
+// shapes, A2A-Version, service headers or metadata, tenant, response size
+// bounds, error mapping), reading event streams (Server-Sent Events or a
+// gRPC server stream), and fetching agent cards. FromCard picks the
+// interface of a card the client speaks.
 //
-// The wire types and error codes live in package a2a; a JSON-RPC error from
-// the server is returned as an *a2a.Error, so callers test it with
+// The wire types and error codes live in package a2a. Whatever the
+// binding, an error the server answers is returned as an *a2a.Error with
+// the A2A code (the google.rpc.Status of HTTP+JSON and gRPC is mapped back
+// through its ErrorInfo reason), so callers test it with
 // errors.Is(err, a2a.ErrTaskNotFound) and the like.
 //
-// The client speaks the 1.0 method names (SendMessage, SendStreamingMessage,
-// GetTask, ListTasks, CancelTask, SubscribeToTask) and sends
-// "A2A-Version: 1.0" on every call. It does not speak 0.3.
-//
-// This package imports the standard library and package a2a only.
+// In 1.0 the client calls SendMessage, SendStreamingMessage, GetTask,
+// ListTasks, CancelTask and SubscribeToTask, and sends "A2A-Version: 1.0"
+// on every call.
 package client

@@ -28,7 +28,8 @@ type Event struct {
 }
 
 // Stream reads the events of a SendStreamingMessage or SubscribeToTask
-// answer. Next and Close may be called from different goroutines; Next
+// answer: Server-Sent Events for JSON-RPC and HTTP+JSON, a server stream
+// for gRPC. Next and Close may be called from different goroutines; Next
 // itself is not safe for concurrent use.
 type Stream struct {
 	body   io.ReadCloser
@@ -36,8 +37,18 @@ type Stream struct {
 	max    int
 	lastID string
 	first  bool
+	decode func(data []byte) (*a2a.StreamResponse, error) // one event's data
+	// recv, when set, gives the events instead of body (gRPC); done
+	// releases what it reads from.
+	recv   func() (Event, error)
+	done   func()
 	queued []Event // events known before reading (a JSON answer)
 	closed atomic.Bool
+}
+
+// oneEventStream is a stream of the one event res.
+func oneEventStream(res *a2a.StreamResponse) *Stream {
+	return &Stream{body: http.NoBody, sc: bufio.NewScanner(bytes.NewReader(nil)), queued: []Event{{Response: res}}}
 }
 
 // openStream posts a streaming call and returns its event stream. An
@@ -67,12 +78,18 @@ func (c *Client) openStream(ctx context.Context, method string, params any, last
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
-	return &Stream{body: http.NoBody, sc: bufio.NewScanner(bytes.NewReader(nil)), queued: []Event{{Response: res}}}, nil
+	return oneEventStream(res), nil
 }
 
-// newStream returns a stream reading Server-Sent Events from body, each
-// event's data bounded to max bytes.
+// newStream returns a stream reading JSON-RPC Server-Sent Events from
+// body, each event's data bounded to max bytes.
 func newStream(body io.ReadCloser, max int64) *Stream {
+	return newSSEStream(body, max, decodeRPCEvent)
+}
+
+// newSSEStream returns a stream reading Server-Sent Events from body, each
+// event's data bounded to max bytes and decoded by decode.
+func newSSEStream(body io.ReadCloser, max int64, decode func([]byte) (*a2a.StreamResponse, error)) *Stream {
 	if max <= 0 || max > 1<<30 {
 		max = DefaultMaxResponseBytes
 	}
@@ -80,13 +97,14 @@ func newStream(body io.ReadCloser, max int64) *Stream {
 	// A line holds at most the event's data plus its "data: " prefix.
 	sc.Buffer(make([]byte, 0, 4096), int(max)+64)
 	sc.Split(scanLines)
-	return &Stream{body: body, sc: sc, max: int(max), first: true}
+	return &Stream{body: body, sc: sc, max: int(max), first: true, decode: decode}
 }
 
 // Next returns the next event. It returns io.EOF when the stream ends, an
-// *a2a.Error for an event carrying a JSON-RPC error, and ErrStreamClosed
-// after Close. A stream cut inside an event that does not decode gives an
-// error wrapping io.ErrUnexpectedEOF; a read error ends the stream.
+// *a2a.Error for an event carrying an A2A error (which ends the stream),
+// and ErrStreamClosed after Close. A stream cut inside an event that does
+// not decode gives an error wrapping io.ErrUnexpectedEOF; a read error
+// ends the stream.
 func (s *Stream) Next() (Event, error) {
 	if len(s.queued) > 0 {
 		ev := s.queued[0]
@@ -95,6 +113,16 @@ func (s *Stream) Next() (Event, error) {
 	}
 	if s.closed.Load() {
 		return Event{}, ErrStreamClosed
+	}
+	if s.recv != nil {
+		ev, err := s.recv()
+		if err != nil && s.closed.Load() {
+			return Event{}, ErrStreamClosed
+		}
+		if err == nil {
+			s.lastID = ev.ID
+		}
+		return ev, err
 	}
 	var data []byte
 	hasData := false
@@ -158,16 +186,27 @@ func (s *Stream) Next() (Event, error) {
 	return Event{}, io.EOF
 }
 
-// dispatch decodes one event's data: a JSON-RPC response whose result is a
-// StreamResponse (a bare StreamResponse is accepted too).
+// dispatch decodes one event's data.
 func (s *Stream) dispatch(data []byte) (Event, error) {
 	ev := Event{ID: s.lastID}
+	res, err := s.decode(data)
+	if err != nil {
+		return ev, err
+	}
+	ev.Response = res
+	return ev, nil
+}
+
+// decodeRPCEvent decodes the data of a JSON-RPC stream event: a JSON-RPC
+// response whose result is a StreamResponse (a bare StreamResponse is
+// accepted too), or whose error ends the stream.
+func decodeRPCEvent(data []byte) (*a2a.StreamResponse, error) {
 	var env rpcResponse
 	if err := json.Unmarshal(data, &env); err != nil {
-		return ev, fmt.Errorf("stream event: %w: %v", ErrInvalidResponse, err)
+		return nil, fmt.Errorf("stream event: %w: %v", ErrInvalidResponse, err)
 	}
 	if env.Error != nil {
-		return ev, env.Error
+		return nil, env.Error
 	}
 	result := env.Result
 	if !env.hasResult() {
@@ -175,10 +214,9 @@ func (s *Stream) dispatch(data []byte) (Event, error) {
 	}
 	res, err := decodeStreamResult(result)
 	if err != nil {
-		return ev, fmt.Errorf("stream event: %w", err)
+		return nil, fmt.Errorf("stream event: %w", err)
 	}
-	ev.Response = res
-	return ev, nil
+	return res, nil
 }
 
 // decodeStreamResult decodes a result of either protocol version holding
@@ -199,6 +237,10 @@ func (s *Stream) LastEventID() string { return s.lastID }
 // once and concurrently with Next, which then returns ErrStreamClosed.
 func (s *Stream) Close() error {
 	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.done != nil {
+		s.done()
 		return nil
 	}
 	return s.body.Close()
