@@ -121,9 +121,18 @@ func cutAny(s, seps string) (before, after string, ok bool) {
 // Authenticate returns the principal whose credential r carries. ok is
 // false for a request with no credential or an unknown one.
 func (a *Auth) Authenticate(r *http.Request) (principal string, ok bool) {
-	secret := r.Header.Get(APIKeyHeader)
+	return a.AuthenticateCredential(r.Header.Get(APIKeyHeader), r.Header.Get("Authorization"))
+}
+
+// AuthenticateCredential returns the principal whose credential a call
+// carries, given as the values of its API key header (x-api-key) and of
+// its Authorization header ("Bearer <secret>"), for transports whose
+// headers are not an http.Header (gRPC metadata). The API key wins when
+// both are set. ok is false for no credential or an unknown one.
+func (a *Auth) AuthenticateCredential(apiKey, authorization string) (principal string, ok bool) {
+	secret := apiKey
 	if secret == "" {
-		scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+		scheme, token, found := strings.Cut(authorization, " ")
 		if !found || !strings.EqualFold(scheme, "Bearer") {
 			return "", false
 		}

@@ -173,14 +173,30 @@ func (l *limiter) size() int {
 
 // limitKey is the bucket of a call: the principal, else the client IP.
 func limitKey(r *http.Request, principal string) string {
+	return limitKeyAddr(r.RemoteAddr, principal)
+}
+
+// limitKeyAddr is the bucket of a call from the peer at addr (host:port):
+// the principal, else the peer's IP.
+func limitKeyAddr(addr, principal string) string {
 	if principal != "" {
 		return "p:" + principal
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		host = r.RemoteAddr
+		host = addr
 	}
 	return "ip:" + host
+}
+
+// takeToken takes one token of the bucket key (limitKeyAddr) for a call
+// of a transport that answers its refusal itself (gRPC): ok, or how long
+// until a token will be there. Without a rate limit it is always ok.
+func (e *Edge) takeToken(key string) (ok bool, wait time.Duration) {
+	if e.limiter == nil {
+		return true, 0
+	}
+	return e.limiter.take(key)
 }
 
 // allow reports whether principal may make another call now. When it may

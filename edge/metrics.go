@@ -70,3 +70,12 @@ func noteCode(w http.ResponseWriter, code int) {
 		cw.code = strconv.Itoa(code)
 	}
 }
+
+// countCall records one call of a transport that does not answer through
+// an http.ResponseWriter (gRPC) in a2amesh_edge_requests_total: its
+// method (a 1.0 method name: the label stays bounded) and code (the A2A
+// error code it answered with, "ok", or a gRPC code name for a refusal
+// of gRPC's own).
+func (e *Edge) countCall(method, code string) {
+	e.cfg.Metrics.EdgeRequest(method, code) // nil-safe
+}

@@ -55,6 +55,20 @@ func startServerSpan(r *http.Request, name string, md a2a.Metadata, attrs ...att
 	return ctx, span
 }
 
+// startRPCSpan starts the server span of a call that does not arrive as
+// an http.Request (gRPC), named name, under the caller's trace context:
+// the traceparent and tracestate of carrier (the call's headers, in
+// http.Header form), else the a2a.trace entry of md. The transport ends
+// it.
+func startRPCSpan(ctx context.Context, carrier http.Header, name string, md a2a.Metadata, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx = tracing.Extract(ctx, carrier, md)
+	ctx, span := tracing.Tracer(scope).Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() {
+		span.SetAttributes(attrs...)
+	}
+	return ctx, span
+}
+
 // callInfo is what a transport's handler tells the middleware about the
 // call it served: the server span it started, which traceCalls ends.
 type callInfo struct {

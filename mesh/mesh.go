@@ -30,6 +30,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
 )
 
 // Config configures a mesh. Only DataDir is required; the zero value of
@@ -41,6 +42,10 @@ type Config struct {
 	// Listen is the edge's HTTP address (default 127.0.0.1:8080; port 0
 	// picks a free one).
 	Listen string
+	// GRPCListen, when set (host:port; port 0 picks a free one), is where
+	// the edge also serves the A2A gRPC binding. Edge.GRPCURL, the address
+	// cards advertise for it, defaults to the address listened on.
+	GRPCListen string
 	// DataDir holds JetStream's files (required).
 	DataDir string
 	// NATSListen, when set (host:port), also serves NATS clients there so
@@ -77,6 +82,8 @@ type Mesh struct {
 	bus    *bus.Bus
 	http   *http.Server
 	ln     net.Listener
+	grpc   *grpc.Server
+	grpcLn net.Listener
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
@@ -111,6 +118,14 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	// Take the HTTP port first: a busy port fails before anything starts.
 	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("mesh: listen: %w", err)
+	}
+	if cfg.GRPCListen != "" {
+		if m.grpcLn, err = net.Listen("tcp", cfg.GRPCListen); err != nil {
+			return nil, fmt.Errorf("mesh: grpc listen: %w", err)
+		}
+		if cfg.Edge.GRPCURL == "" {
+			cfg.Edge.GRPCURL = m.grpcLn.Addr().String()
+		}
 	}
 	scfg := bus.ServerConfig{DataDir: filepath.Join(cfg.DataDir, "jetstream"), DontListen: cfg.NATSListen == "", SyncAlways: cfg.SyncAlways}
 	if cfg.NATSListen != "" {
@@ -203,6 +218,16 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 			m.log.Error("http server stopped", "err", err)
 		}
 	}()
+	if m.grpcLn != nil {
+		m.grpc = e.GRPCServer()
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			if err := m.grpc.Serve(m.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				m.log.Error("grpc server stopped", "err", err)
+			}
+		}()
+	}
 	return m, nil
 }
 
@@ -234,6 +259,15 @@ func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.
 // URL is the edge's base URL.
 func (m *Mesh) URL() string { return "http://" + m.ln.Addr().String() }
 
+// GRPCAddr is the address the edge serves gRPC at (host:port; "" when
+// Config.GRPCListen was not set).
+func (m *Mesh) GRPCAddr() string {
+	if m.grpcLn == nil {
+		return ""
+	}
+	return m.grpcLn.Addr().String()
+}
+
 // NATSURL is the NATS client URL for workers and tools outside this
 // process. It is meaningful only when Config.NATSListen was set: otherwise
 // NATS serves this process only and the URL names no listener.
@@ -253,6 +287,16 @@ func (m *Mesh) Close() {
 		if m.http == nil && m.ln != nil {
 			_ = m.ln.Close() // started, but never served
 		}
+		if m.grpc == nil && m.grpcLn != nil {
+			_ = m.grpcLn.Close()
+		}
+		grpcStopped := make(chan struct{})
+		go func() { // beside the HTTP server's shutdown: both cut streams after 2s
+			defer close(grpcStopped)
+			if m.grpc != nil {
+				stopGRPC(m.grpc, 2*time.Second)
+			}
+		}()
 		if m.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if err := m.http.Shutdown(ctx); err != nil {
@@ -260,6 +304,7 @@ func (m *Mesh) Close() {
 			}
 			cancel()
 		}
+		<-grpcStopped
 		if m.cancel != nil {
 			m.cancel()
 		}
@@ -272,4 +317,22 @@ func (m *Mesh) Close() {
 			m.srv.Shutdown()
 		}
 	})
+}
+
+// stopGRPC stops srv gracefully (calls in progress finish) within grace,
+// then cuts what is left (open streams).
+func stopGRPC(srv *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		srv.Stop()
+		<-done
+	}
 }

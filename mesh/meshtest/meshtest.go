@@ -34,6 +34,12 @@ type Option func(*mesh.Config)
 // dir, 15s keep-alive, logs as described at Start) and may change them.
 func WithConfig(f func(*mesh.Config)) Option { return Option(f) }
 
+// WithGRPC has the edge also serve the A2A gRPC binding, on a free
+// loopback port: Mesh.GRPCAddr is its address.
+func WithGRPC() Option {
+	return func(c *mesh.Config) { c.GRPCListen = "127.0.0.1:0" }
+}
+
 // Start starts a mesh and stops it when the test ends (t.Cleanup); it
 // fails the test when the mesh does not start within 30 seconds. The
 // edge keeps open streams alive with a comment every 15 seconds. Logs
