@@ -174,9 +174,10 @@ func (e *Edge) routes() {
 	if e.cfg.Metrics != nil {
 		e.mux.Handle("GET /metrics", e.cfg.Metrics.Handler())
 	}
-	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
-	})
+	// The HTTP+JSON binding (rest.go) routes its paths itself, at the
+	// root, under /{tenant} and under /agents/{name}; it answers every
+	// other path 404.
+	e.mux.Handle("/", e.restHandler())
 }
 
 // WaitingFor lists what the edge still waits for before it is ready
@@ -430,7 +431,7 @@ func (e *Edge) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Add("Vary", "Origin")
 	h.Set("Access-Control-Expose-Headers", "Content-Type")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 		h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, A2A-Version, A2A-Extensions, Last-Event-ID, traceparent, tracestate")
 		h.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)

@@ -225,7 +225,7 @@ func (e *Edge) writeError(c *call, rerr *a2a.Error) {
 	c.failed(rerr)
 	noteCode(c.w, rerr.Code)
 	if c.op.Streaming() {
-		_ = newSSE(c).event(0, c.errorResponse(rerr))
+		_ = newSSE(c.w).event(0, c.errorResponse(rerr))
 		return
 	}
 	e.writeRPC(c.w, http.StatusOK, c.errorResponse(rerr))

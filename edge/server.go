@@ -31,7 +31,8 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 // Gate is the handler an edge process serves from the moment it listens,
 // before it can build its Edge (which needs the bus open, so NATS
 // reachable): until Open, /healthz answers 503 saying it waits for NATS,
-// JSON-RPC calls get -32000 (retry), /livez 200, everything else 503.
+// JSON-RPC calls get -32000 (retry), HTTP+JSON calls 503 UNAVAILABLE in
+// their google.rpc.Status shape (rest.go), /livez 200, everything else 503.
 // After Open it is the edge.
 type Gate struct {
 	e atomic.Pointer[Edge]
@@ -53,6 +54,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/livez" {
 		serveLive(w, r)
+		return
+	}
+	if _, ok := parseRESTPath(r.URL.EscapedPath()); ok {
+		restStarting(w, r) // an HTTP+JSON call: 503 in its shape
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -77,7 +82,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.version = v
 	}
 	if op.Streaming() {
-		_ = newSSE(c).event(0, c.errorResponse(errEdgeStarting))
+		_ = newSSE(w).event(0, c.errorResponse(errEdgeStarting))
 		return
 	}
 	writeJSON(w, http.StatusOK, c.errorResponse(errEdgeStarting))
@@ -96,6 +101,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //     another origin 405; without CORS, OPTIONS is 405 like GET.
 //   - Resources (cards, /agents, /healthz, /livez, /metrics, the JWKS)
 //     take GET and HEAD; any other method gets {"error": ...}.
+//
+// The HTTP+JSON routes (/message:send, /tasks/..., under the root, a
+// tenant or an agent) are neither: they pass, and the binding answers a
+// wrong method itself, 405 in its own error shape (rest.go).
 type methodGuard struct{ h http.Handler }
 
 func (g methodGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -10,17 +10,18 @@ import (
 	"github.com/a2amesh/a2amesh/service"
 )
 
-// sseWriter writes one SSE response. Every event has an id: the stream
-// sequence of the log entry it reports, so Last-Event-ID resumes on any edge.
+// sseWriter writes one SSE response, for any binding that streams over
+// SSE (JSON-RPC, HTTP+JSON): what an event's data is, the binding says.
+// Every event of the task's stream has an id: the stream sequence of the
+// log entry it reports, so Last-Event-ID resumes on any edge.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
-	c       *call
 	started bool
 }
 
-func newSSE(c *call) *sseWriter {
-	return &sseWriter{w: c.w, rc: http.NewResponseController(c.w), c: c}
+func newSSE(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
 }
 
 func (s *sseWriter) start() {
@@ -37,10 +38,11 @@ func (s *sseWriter) start() {
 	_ = s.rc.Flush()
 }
 
-// event writes one JSON-RPC response frame carrying v (or an error).
-func (s *sseWriter) event(seq uint64, resp *a2a.Response) error {
+// event writes one event whose data is v as JSON, with id seq (none for
+// 0).
+func (s *sseWriter) event(seq uint64, v any) error {
 	s.start()
-	data, err := json.Marshal(resp)
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -67,27 +69,36 @@ func (s *sseWriter) keepAlive() error {
 	return s.rc.Flush()
 }
 
-// writeStream answers a streaming call with its stream, as SSE: each
-// event is a JSON-RPC response frame in the call's version, whose id is
+// relay writes stream as SSE: each event's data is frame(ev.Resp), its id
 // the event's position in the event log (what Last-Event-ID resumes
-// after); a keep-alive is a comment; an error that ends the stream is a
-// frame of its own, without an id.
-func (e *Edge) writeStream(c *call, stream service.Stream) {
-	sw := newSSE(c)
-	sw.start()
+// after); a keep-alive is a comment; an error that ends the stream is the
+// event failed(err) returns, without an id. It returns that error (nil
+// when the stream ended without one, or the client went away).
+func (s *sseWriter) relay(stream service.Stream, frame func(*a2a.StreamResponse) any, failed func(error) any) error {
+	s.start()
 	for ev, err := range stream {
 		if err != nil {
-			_ = sw.event(0, c.errorResponse(rpcError(err)))
-			return
+			_ = s.event(0, failed(err))
+			return err
 		}
 		if ev.Resp == nil {
-			if sw.keepAlive() != nil {
-				return
+			if s.keepAlive() != nil {
+				return nil
 			}
 			continue
 		}
-		if sw.event(ev.Seq, a2a.NewResult(c.req.ID, c.encodeEvent(ev.Resp))) != nil {
-			return
+		if s.event(ev.Seq, frame(ev.Resp)) != nil {
+			return nil
 		}
 	}
+	return nil
+}
+
+// writeStream answers a JSON-RPC streaming call with its stream: each
+// event is a JSON-RPC response frame in the call's version; an error that
+// ends the stream is an error frame.
+func (e *Edge) writeStream(c *call, stream service.Stream) {
+	_ = newSSE(c.w).relay(stream,
+		func(resp *a2a.StreamResponse) any { return a2a.NewResult(c.req.ID, c.encodeEvent(resp)) },
+		func(err error) any { return c.errorResponse(rpcError(err)) })
 }
