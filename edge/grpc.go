@@ -481,6 +481,11 @@ func (s *grpcService) ListTasks(ctx context.Context, req *a2apb.ListTasksRequest
 	if err != nil {
 		return nil, grpcBadRequest(err)
 	}
+	if r.PageSize != nil && *r.PageSize == 0 {
+		// Proto clients send 0 for "not given" (the official Go SDK sets
+		// page_size always): the default page, not a refusal.
+		r.PageSize = nil
+	}
 	res, err := e.svc.ListTasks(ctx, r)
 	if err != nil {
 		return nil, grpcFailure(ctx, err)

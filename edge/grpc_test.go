@@ -52,14 +52,14 @@ func grpcCtx(t *testing.T, kv ...string) context.Context {
 	return ctx
 }
 
-func pbUserMsg(id, text string) *a2apb.Message {
+func grpcUserMsg(id, text string) *a2apb.Message {
 	return &a2apb.Message{MessageId: id, Role: a2apb.Role_ROLE_USER,
 		Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: text}}}}
 }
 
-// requireStatus checks a call failed with code and, when reason is set, an
+// requireGRPCStatus checks a call failed with code and, when reason is set, an
 // ErrorInfo of that reason in the A2A domain; it returns the status.
-func requireStatus(t *testing.T, err error, code codes.Code, reason string) *status.Status {
+func requireGRPCStatus(t *testing.T, err error, code codes.Code, reason string) *status.Status {
 	t.Helper()
 	require.Error(t, err)
 	st, ok := status.FromError(err)
@@ -81,9 +81,9 @@ func requireStatus(t *testing.T, err error, code codes.Code, reason string) *sta
 	return st
 }
 
-// eventID is the event id the edge writes into a streamed event's
+// grpcEventID is the event id the edge writes into a streamed event's
 // metadata (0: none).
-func eventID(t *testing.T, ev *a2apb.StreamResponse) uint64 {
+func grpcEventID(t *testing.T, ev *a2apb.StreamResponse) uint64 {
 	t.Helper()
 	var md map[string]any
 	switch {
@@ -105,9 +105,9 @@ func eventID(t *testing.T, ev *a2apb.StreamResponse) uint64 {
 	return n
 }
 
-// drain reads a stream to its end (at most limit events), returning the
+// drainGRPC reads a stream to its end (at most limit events), returning the
 // events and the error that ended it (nil for a clean end).
-func drain(t *testing.T, s grpc.ServerStreamingClient[a2apb.StreamResponse], limit int) ([]*a2apb.StreamResponse, error) {
+func drainGRPC(t *testing.T, s grpc.ServerStreamingClient[a2apb.StreamResponse], limit int) ([]*a2apb.StreamResponse, error) {
 	t.Helper()
 	var out []*a2apb.StreamResponse
 	for range limit {
@@ -133,7 +133,7 @@ func TestGRPCMethods(t *testing.T) {
 	cl := grpcClient(t, m)
 
 	// No tenant: the default agent (echo) answers.
-	res, err := cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: pbUserMsg("grpc-send-1", "hello grpc")})
+	res, err := cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: grpcUserMsg("grpc-send-1", "hello grpc")})
 	require.NoError(t, err)
 	task := res.GetTask()
 	require.NotNil(t, task, "a task: %v", res)
@@ -150,12 +150,12 @@ func TestGRPCMethods(t *testing.T) {
 	require.Empty(t, got.GetHistory(), "historyLength 0")
 	// Another agent's tenant does not see it.
 	_, err = cl.GetTask(grpcCtx(t), &a2apb.GetTaskRequest{Tenant: "upper", Id: task.GetId()})
-	requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 	_, err = cl.GetTask(grpcCtx(t), &a2apb.GetTaskRequest{Id: "no-such-task"})
-	requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 
 	// A tenant names the agent of a send.
-	res, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "upper", Message: pbUserMsg("grpc-send-2", "shout")})
+	res, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "upper", Message: grpcUserMsg("grpc-send-2", "shout")})
 	require.NoError(t, err)
 	require.Contains(t, res.GetTask().GetArtifacts()[0].GetParts()[0].GetText(), "SHOUT")
 	upperTask := res.GetTask().GetId()
@@ -172,18 +172,18 @@ func TestGRPCMethods(t *testing.T) {
 
 	// Cancel a finished task: not cancelable.
 	_, err = cl.CancelTask(grpcCtx(t), &a2apb.CancelTaskRequest{Id: task.GetId()})
-	requireStatus(t, err, codes.FailedPrecondition, "TASK_NOT_CANCELABLE")
+	requireGRPCStatus(t, err, codes.FailedPrecondition, "TASK_NOT_CANCELABLE")
 
 	// Stream: the task, then its events, each with an increasing id.
-	s, err := cl.SendStreamingMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "slow", Message: pbUserMsg("grpc-stream-1", "chunks=3 delay=0ms")})
+	s, err := cl.SendStreamingMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "slow", Message: grpcUserMsg("grpc-stream-1", "chunks=3 delay=0ms")})
 	require.NoError(t, err)
-	evs, err := drain(t, s, 50)
+	evs, err := drainGRPC(t, s, 50)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(evs), 5, "task, working, 3 chunks, completed")
 	require.NotNil(t, evs[0].GetTask())
 	last := uint64(0)
 	for _, ev := range evs {
-		id := eventID(t, ev)
+		id := grpcEventID(t, ev)
 		require.Greater(t, id, last, "ids increase: %v", ev)
 		last = id
 	}
@@ -195,15 +195,15 @@ func TestGRPCMethods(t *testing.T) {
 	// last-event-id it replays what followed that event.
 	sub, err := cl.SubscribeToTask(grpcCtx(t), &a2apb.SubscribeToTaskRequest{Id: streamed})
 	require.NoError(t, err)
-	_, err = drain(t, sub, 5)
-	requireStatus(t, err, codes.FailedPrecondition, "UNSUPPORTED_OPERATION")
-	sub, err = cl.SubscribeToTask(grpcCtx(t, "last-event-id", strconv.FormatUint(eventID(t, evs[0]), 10)), &a2apb.SubscribeToTaskRequest{Tenant: "slow", Id: streamed})
+	_, err = drainGRPC(t, sub, 5)
+	requireGRPCStatus(t, err, codes.FailedPrecondition, "UNSUPPORTED_OPERATION")
+	sub, err = cl.SubscribeToTask(grpcCtx(t, "last-event-id", strconv.FormatUint(grpcEventID(t, evs[0]), 10)), &a2apb.SubscribeToTaskRequest{Tenant: "slow", Id: streamed})
 	require.NoError(t, err)
-	replay, err := drain(t, sub, 50)
+	replay, err := drainGRPC(t, sub, 50)
 	require.NoError(t, err)
 	require.Len(t, replay, len(evs)-1)
 	for i, ev := range replay {
-		require.Equal(t, eventID(t, evs[i+1]), eventID(t, ev))
+		require.Equal(t, grpcEventID(t, evs[i+1]), grpcEventID(t, ev))
 	}
 
 	// Push configs: create, read (without credentials), list, delete.
@@ -226,12 +226,12 @@ func TestGRPCMethods(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, cfgs.GetConfigs())
 	_, err = cl.GetTaskPushNotificationConfig(grpcCtx(t), &a2apb.GetTaskPushNotificationConfigRequest{TaskId: task.GetId()})
-	requireStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
+	requireGRPCStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
 	_, err = cl.CreateTaskPushNotificationConfig(grpcCtx(t), &a2apb.TaskPushNotificationConfig{TaskId: "no-such-task", Url: hook})
-	requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 
 	_, err = cl.GetExtendedAgentCard(grpcCtx(t), &a2apb.GetExtendedAgentCardRequest{})
-	requireStatus(t, err, codes.FailedPrecondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
+	requireGRPCStatus(t, err, codes.FailedPrecondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
 }
 
 // Bad requests get INVALID_ARGUMENT with a short message: no role, a
@@ -244,50 +244,50 @@ func TestGRPCRefusals(t *testing.T) {
 	}))
 	cl := grpcClient(t, m)
 
-	noRole := pbUserMsg("grpc-bad-1", "x")
+	noRole := grpcUserMsg("grpc-bad-1", "x")
 	noRole.Role = a2apb.Role_ROLE_UNSPECIFIED
 	_, err := cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: noRole})
-	st := requireStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
+	st := requireGRPCStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
 	require.Contains(t, st.Message(), "role")
 
-	emptyPart := pbUserMsg("grpc-bad-2", "x")
+	emptyPart := grpcUserMsg("grpc-bad-2", "x")
 	emptyPart.Parts = append(emptyPart.Parts, &a2apb.Part{})
 	_, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: emptyPart})
-	st = requireStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
+	st = requireGRPCStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
 	require.Contains(t, st.Message(), "part")
 	require.NotContains(t, st.Message(), "pbconv")
 
-	_, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "nobody", Message: pbUserMsg("grpc-bad-3", "x")})
-	st = requireStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
+	_, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "nobody", Message: grpcUserMsg("grpc-bad-3", "x")})
+	st = requireGRPCStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
 	require.Contains(t, st.Message(), "nobody")
 
 	// Streams answer their refusals as the call's status too.
-	s, err := cl.SendStreamingMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "nobody", Message: pbUserMsg("grpc-bad-4", "x")})
+	s, err := cl.SendStreamingMessage(grpcCtx(t), &a2apb.SendMessageRequest{Tenant: "nobody", Message: grpcUserMsg("grpc-bad-4", "x")})
 	require.NoError(t, err)
-	_, err = drain(t, s, 3)
-	requireStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
+	_, err = drainGRPC(t, s, 3)
+	requireGRPCStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS")
 
 	for _, v := range []string{"0.3", "2.0", "banana"} {
 		_, err = cl.GetTask(grpcCtx(t, "a2a-version", v), &a2apb.GetTaskRequest{Id: "t"})
-		requireStatus(t, err, codes.FailedPrecondition, "VERSION_NOT_SUPPORTED")
+		requireGRPCStatus(t, err, codes.FailedPrecondition, "VERSION_NOT_SUPPORTED")
 		s, err := cl.SubscribeToTask(grpcCtx(t, "a2a-version", v), &a2apb.SubscribeToTaskRequest{Id: "t"})
 		require.NoError(t, err)
-		_, err = drain(t, s, 3)
-		requireStatus(t, err, codes.FailedPrecondition, "VERSION_NOT_SUPPORTED")
+		_, err = drainGRPC(t, s, 3)
+		requireGRPCStatus(t, err, codes.FailedPrecondition, "VERSION_NOT_SUPPORTED")
 	}
 	for _, v := range []string{"1.0", "1", "1.0.1"} {
 		_, err = cl.GetTask(grpcCtx(t, "a2a-version", v), &a2apb.GetTaskRequest{Id: "t"})
-		requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+		requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 	}
 
-	big := pbUserMsg("grpc-big", strings.Repeat("x", 70<<10))
+	big := grpcUserMsg("grpc-big", strings.Repeat("x", 70<<10))
 	_, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: big})
-	requireStatus(t, err, codes.ResourceExhausted, "")
-	_, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: pbUserMsg("grpc-small", strings.Repeat("x", 60<<10))})
+	requireGRPCStatus(t, err, codes.ResourceExhausted, "")
+	_, err = cl.SendMessage(grpcCtx(t), &a2apb.SendMessageRequest{Message: grpcUserMsg("grpc-small", strings.Repeat("x", 60<<10))})
 	require.NoError(t, err, "under the bound")
 
 	_, err = cl.ListTaskPushNotificationConfigs(grpcCtx(t), &a2apb.ListTaskPushNotificationConfigsRequest{TaskId: "t"})
-	requireStatus(t, err, codes.FailedPrecondition, "PUSH_NOTIFICATION_NOT_SUPPORTED")
+	requireGRPCStatus(t, err, codes.FailedPrecondition, "PUSH_NOTIFICATION_NOT_SUPPORTED")
 }
 
 // With auth, a call needs a credential in metadata (x-api-key or
@@ -301,16 +301,16 @@ func TestGRPCAuthAndRateLimit(t *testing.T) {
 		c.Edge.Limits = edge.Limits{Rate: 0.001, Burst: 4}
 	}))
 	cl := grpcClient(t, m)
-	req := &a2apb.SendMessageRequest{Message: pbUserMsg("grpc-auth-1", "hi")}
+	req := &a2apb.SendMessageRequest{Message: grpcUserMsg("grpc-auth-1", "hi")}
 
 	_, err = cl.SendMessage(grpcCtx(t), req)
-	requireStatus(t, err, codes.Unauthenticated, "")
+	requireGRPCStatus(t, err, codes.Unauthenticated, "")
 	_, err = cl.SendMessage(grpcCtx(t, "x-api-key", "not-a-known-secret-at-all"), req)
-	requireStatus(t, err, codes.Unauthenticated, "")
+	requireGRPCStatus(t, err, codes.Unauthenticated, "")
 	s, err := cl.SubscribeToTask(grpcCtx(t, "authorization", "Basic Ym9iOng="), &a2apb.SubscribeToTaskRequest{Id: "t"})
 	require.NoError(t, err)
-	_, err = drain(t, s, 3)
-	requireStatus(t, err, codes.Unauthenticated, "")
+	_, err = drainGRPC(t, s, 3)
+	requireGRPCStatus(t, err, codes.Unauthenticated, "")
 
 	res, err := cl.SendMessage(grpcCtx(t, "x-api-key", "alice-secret-0123456789"), req) // alice: 1
 	require.NoError(t, err)
@@ -318,9 +318,9 @@ func TestGRPCAuthAndRateLimit(t *testing.T) {
 	_, err = cl.GetTask(grpcCtx(t, "authorization", "Bearer alice-secret-0123456789"), &a2apb.GetTaskRequest{Id: id}) // alice: 2
 	require.NoError(t, err)
 	_, err = cl.GetTask(grpcCtx(t, "authorization", "Bearer bob-secret-0123456789"), &a2apb.GetTaskRequest{Id: id}) // bob: 1
-	requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 	_, err = cl.GetTask(grpcCtx(t, "x-api-key", "bob-secret-0123456789"), &a2apb.GetTaskRequest{Tenant: "echo", Id: id}) // bob: 2
-	requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 
 	// alice has 2 tokens left of 4, then is refused; bob still has his.
 	for range 2 {
@@ -328,7 +328,7 @@ func TestGRPCAuthAndRateLimit(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err = cl.GetTask(grpcCtx(t, "x-api-key", "alice-secret-0123456789"), &a2apb.GetTaskRequest{Id: id})
-	st := requireStatus(t, err, codes.ResourceExhausted, "")
+	st := requireGRPCStatus(t, err, codes.ResourceExhausted, "")
 	var retry *errdetails.RetryInfo
 	for _, d := range st.Details() {
 		if r, ok := d.(*errdetails.RetryInfo); ok {
@@ -338,7 +338,7 @@ func TestGRPCAuthAndRateLimit(t *testing.T) {
 	require.NotNil(t, retry, "RetryInfo says when to retry")
 	require.GreaterOrEqual(t, retry.GetRetryDelay().AsDuration(), time.Second)
 	_, err = cl.GetTask(grpcCtx(t, "x-api-key", "bob-secret-0123456789"), &a2apb.GetTaskRequest{Id: id})
-	requireStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
+	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 }
 
 // A stream cut mid-way resumes, on SubscribeToTask with last-event-id set
@@ -350,7 +350,7 @@ func TestGRPCStreamResume(t *testing.T) {
 
 	ctx, cut := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cut()
-	s, err := cl.SendStreamingMessage(ctx, &a2apb.SendMessageRequest{Tenant: "slow", Message: pbUserMsg("grpc-resume-1", "chunks=8 delay=150ms")})
+	s, err := cl.SendStreamingMessage(ctx, &a2apb.SendMessageRequest{Tenant: "slow", Message: grpcUserMsg("grpc-resume-1", "chunks=8 delay=150ms")})
 	require.NoError(t, err)
 	var before []*a2apb.StreamResponse
 	for len(before) < 4 { // the task, working, two chunks
@@ -360,32 +360,32 @@ func TestGRPCStreamResume(t *testing.T) {
 	}
 	cut()
 	taskID := before[0].GetTask().GetId()
-	lastRead := eventID(t, before[len(before)-1])
+	lastRead := grpcEventID(t, before[len(before)-1])
 	require.NotZero(t, lastRead)
 
 	sub, err := cl.SubscribeToTask(grpcCtx(t, "last-event-id", strconv.FormatUint(lastRead, 10)), &a2apb.SubscribeToTaskRequest{Id: taskID})
 	require.NoError(t, err)
-	after, err := drain(t, sub, 50)
+	after, err := drainGRPC(t, sub, 50)
 	require.NoError(t, err)
 	require.NotEmpty(t, after)
 	require.Equal(t, a2apb.TaskState_TASK_STATE_COMPLETED, after[len(after)-1].GetStatusUpdate().GetStatus().GetState())
 
 	// The whole log of the task after its creation, to compare with.
-	all, err := cl.SubscribeToTask(grpcCtx(t, "last-event-id", strconv.FormatUint(eventID(t, before[0]), 10)), &a2apb.SubscribeToTaskRequest{Id: taskID})
+	all, err := cl.SubscribeToTask(grpcCtx(t, "last-event-id", strconv.FormatUint(grpcEventID(t, before[0]), 10)), &a2apb.SubscribeToTaskRequest{Id: taskID})
 	require.NoError(t, err)
-	full, err := drain(t, all, 50)
+	full, err := drainGRPC(t, all, 50)
 	require.NoError(t, err)
 
 	var got, want []uint64
 	var chunks []string
 	for _, ev := range append(before[1:], after...) {
-		got = append(got, eventID(t, ev))
+		got = append(got, grpcEventID(t, ev))
 		if au := ev.GetArtifactUpdate(); au != nil {
 			chunks = append(chunks, au.GetArtifact().GetParts()[0].GetText())
 		}
 	}
 	for _, ev := range full {
-		want = append(want, eventID(t, ev))
+		want = append(want, grpcEventID(t, ev))
 	}
 	require.Equal(t, want, got, "no gap, no duplicate")
 	require.Len(t, chunks, 8)
