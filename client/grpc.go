@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/pbconv"
@@ -276,16 +277,17 @@ func (t *grpcTransport) openStream(ctx context.Context, op, lastEventID string,
 		cancel()
 		return nil, t.callError(ctx, op, err)
 	}
+	ended := false
 	if md == nil {
-		// Ended without headers: the status says why.
+		// Ended without headers: the status says why; a success is a
+		// stream without events.
 		_, err := st.Recv()
 		cancel()
-		if err == nil || errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: %w: the stream ended without events", op, ErrInvalidResponse)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, t.callError(ctx, op, err)
 		}
-		return nil, t.callError(ctx, op, err)
+		ended = true
 	}
-	ended := false
 	s.recv = func() (Event, error) {
 		if ended {
 			return Event{}, io.EOF
@@ -299,18 +301,54 @@ func (t *grpcTransport) openStream(ctx context.Context, op, lastEventID string,
 			}
 			return Event{}, t.callError(ctx, op, err)
 		}
+		id := grpcEventID(msg)
+		if id == "" {
+			id = s.lastID // as SSE keeps the last id
+		}
 		res, err := pbconv.FromStreamResponse(msg)
 		if err != nil {
 			return Event{}, fmt.Errorf("stream event: %w: %v", ErrInvalidResponse, err)
 		}
-		return Event{ID: grpcEventID(msg), Response: res}, nil
+		return Event{ID: id, Response: res}, nil
 	}
 	return s, nil
 }
 
-// grpcEventID is the event id of a gRPC stream event, "" when the server
-// gives none.
-func grpcEventID(*a2apb.StreamResponse) string { return "" }
+// grpcEventIDKey is the entry of a gRPC stream event's metadata (the
+// metadata of its task, message, statusUpdate or artifactUpdate) in which
+// the mesh's edge sends the event's id, since gRPC has no event ids of its
+// own (edge.GRPCEventIDKey). The client moves it to Event.ID.
+const grpcEventIDKey = "a2amesh.eventId"
+
+// grpcEventID takes the event id out of a gRPC stream event's metadata:
+// "" when the server gave none.
+func grpcEventID(ev *a2apb.StreamResponse) string {
+	var md **structpb.Struct
+	switch p := ev.GetPayload().(type) {
+	case *a2apb.StreamResponse_Task:
+		md = &p.Task.Metadata
+	case *a2apb.StreamResponse_Message:
+		md = &p.Message.Metadata
+	case *a2apb.StreamResponse_StatusUpdate:
+		md = &p.StatusUpdate.Metadata
+	case *a2apb.StreamResponse_ArtifactUpdate:
+		md = &p.ArtifactUpdate.Metadata
+	default:
+		return ""
+	}
+	if *md == nil {
+		return ""
+	}
+	v, ok := (*md).GetFields()[grpcEventIDKey]
+	if !ok {
+		return ""
+	}
+	delete((*md).Fields, grpcEventIDKey)
+	if len((*md).Fields) == 0 {
+		*md = nil
+	}
+	return v.GetStringValue()
+}
 
 func (t *grpcTransport) getTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	in, err := pbconv.GetTaskRequest(req)
