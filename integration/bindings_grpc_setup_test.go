@@ -11,14 +11,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
-// bindingsGRPCOption has the test mesh serve gRPC on a free loopback port
-// (a no-op until meshtest.WithGRPC is committed).
+// bindingsGRPCOption has the test mesh serve gRPC on a free loopback port.
 func bindingsGRPCOption() meshtest.Option {
-	return meshtest.WithConfig(func(*mesh.Config) {})
+	return meshtest.WithGRPC()
 }
 
 // bindingsGRPCClient dials the gRPC interface the echo card lists (a
