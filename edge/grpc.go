@@ -601,3 +601,23 @@ func (s *grpcService) GetExtendedAgentCard(ctx context.Context, req *a2apb.GetEx
 	}
 	return out, nil
 }
+
+// StopGRPC stops a gRPC server as its host shuts down: gracefully (calls
+// in progress finish) within grace, then at once (open streams are cut;
+// their clients resume them elsewhere with last-event-id). It returns
+// when the server has stopped.
+func StopGRPC(srv *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		srv.Stop()
+		<-done
+	}
+}

@@ -294,7 +294,7 @@ func (m *Mesh) Close() {
 		go func() { // beside the HTTP server's shutdown: both cut streams after 2s
 			defer close(grpcStopped)
 			if m.grpc != nil {
-				stopGRPC(m.grpc, 2*time.Second)
+				edge.StopGRPC(m.grpc, 2*time.Second)
 			}
 		}()
 		if m.http != nil {
@@ -317,22 +317,4 @@ func (m *Mesh) Close() {
 			m.srv.Shutdown()
 		}
 	})
-}
-
-// stopGRPC stops srv gracefully (calls in progress finish) within grace,
-// then cuts what is left (open streams).
-func stopGRPC(srv *grpc.Server, grace time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		srv.GracefulStop()
-		close(done)
-	}()
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		srv.Stop()
-		<-done
-	}
 }

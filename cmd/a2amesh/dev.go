@@ -47,7 +47,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer stopTracing()
 	cfg := mesh.Config{
-		Listen: *ef.listen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
+		Listen: *ef.listen, GRPCListen: *ef.grpcListen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, DelegateWait: delegateWait(), SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, MaxTasks: *maxTasks},
 	}
@@ -57,6 +57,9 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	log.Info("a2amesh dev ready", "url", m.URL(), "data", *data,
 		"card", m.URL()+"/.well-known/agent-card.json", "agents", m.URL()+"/agents")
+	if a := m.GRPCAddr(); a != "" {
+		log.Info("a2amesh dev serving gRPC", "addr", a)
+	}
 	if !lf.json() {
 		// For people: the addresses to try. A JSON log has them in the
 		// record above and nothing else on stderr.

@@ -17,6 +17,7 @@ import (
 // edgeFlags are the edge settings shared by `dev` and `edge`.
 type edgeFlags struct {
 	listen, publicURL, defaultAgent, cors *string
+	grpcListen, publicGRPCURL             *string
 	keepAlive, idemWindow                 *time.Duration
 	strictCards                           *bool
 	authFile                              *string
@@ -67,14 +68,16 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		defaultHelp += "; default: none"
 	}
 	return &edgeFlags{
-		listen:       fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)"),
-		publicURL:    fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)"),
-		defaultAgent: fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), defaultHelp),
-		cors:         fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)"),
-		keepAlive:    fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),
-		idemWindow:   fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
-		strictCards:  fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
-		authFile:     fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines (# comments; secrets of 16+ characters), mode 600; each secret works as x-api-key or Authorization: Bearer; a file without credentials is an error, not an open edge (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
+		listen:        fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)"),
+		publicURL:     fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)"),
+		grpcListen:    fs.String("grpc-listen", envOr("A2AMESH_GRPC_LISTEN", ""), "also serve the A2A gRPC binding (lf.a2a.v1.A2AService, plaintext HTTP/2) at host:port, where the request's tenant names the agent; auth, rate limit and the body limit apply as over HTTP (env A2AMESH_GRPC_LISTEN; default: off)"),
+		publicGRPCURL: fs.String("public-grpc-url", envOr("A2AMESH_PUBLIC_GRPC_URL", ""), "host:port cards advertise for the gRPC binding (env A2AMESH_PUBLIC_GRPC_URL; default: the --grpc-listen address, an unspecified host such as 0.0.0.0 replaced by the host of the card request)"),
+		defaultAgent:  fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), defaultHelp),
+		cors:          fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)"),
+		keepAlive:     fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),
+		idemWindow:    fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
+		strictCards:   fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
+		authFile:      fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines (# comments; secrets of 16+ characters), mode 600; each secret works as x-api-key or Authorization: Bearer; a file without credentials is an error, not an open edge (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
 		// Rate limiting is off by default, for dev and edge alike: without
 		// auth every client behind one NAT, proxy or ingress is one IP and
 		// would share one bucket, and load tests (bench) drive an edge from
@@ -94,7 +97,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 // gets the auth warnings and the line saying whether auth is on.
 func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics) (edge.Config, error) {
 	c := edge.Config{
-		PublicURL: *f.publicURL, DefaultAgent: *f.defaultAgent, KeepAlive: *f.keepAlive,
+		PublicURL: *f.publicURL, GRPCURL: *f.publicGRPCURL, DefaultAgent: *f.defaultAgent, KeepAlive: *f.keepAlive,
 		IdempotencyWindow: *f.idemWindow, StrictCards: *f.strictCards,
 	}
 	if c.IdempotencyWindow <= 0 {
@@ -106,6 +109,9 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	}
 	if *f.cors != "" {
 		c.CORSOrigins = strings.Split(*f.cors, ",")
+	}
+	if *f.grpcListen == "" {
+		c.GRPCURL = "" // no gRPC listener: cards offer none
 	}
 	if *f.rateLimit < 0 || *f.rateBurst < 0 {
 		return c, fmt.Errorf("--rate-limit and --rate-burst must not be negative")

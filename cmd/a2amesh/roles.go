@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/a2amesh/a2amesh/agentrt"
@@ -387,6 +389,26 @@ func runEdge(ctx context.Context, args []string) error {
 	url := "http://" + ln.Addr().String()
 	gate := edge.NewGate()
 	srv := edge.NewServer(gate, log)
+	// The gRPC binding (--grpc-listen) listens now too, a busy port failing
+	// the start; until the edge is built its calls answer UNAVAILABLE.
+	var (
+		gsrv     *grpc.Server
+		gserved  chan struct{} // closed when gsrv.Serve returns (nil: no gRPC)
+		gserveEr error
+	)
+	if *ef.grpcListen != "" {
+		gln, err := net.Listen("tcp", *ef.grpcListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("edge: grpc listen: %w", err)
+		}
+		if cfg.GRPCURL == "" {
+			cfg.GRPCURL = gln.Addr().String()
+		}
+		gsrv, gserved = gate.GRPCServer(cfg), make(chan struct{})
+		go func() { gserveEr = gsrv.Serve(gln); close(gserved) }()
+		log.Info("a2amesh edge serving gRPC", "addr", gln.Addr().String())
+	}
 	var opened atomic.Bool
 	var waiting atomic.Pointer[string]
 	setWaiting := func(s string) { waiting.Store(&s) }
@@ -397,16 +419,27 @@ func runEdge(ctx context.Context, args []string) error {
 	go func() { serveErr = srv.Serve(ln); close(served) }()
 	log.Info("a2amesh edge listening; ready once NATS answers", "url", url, "nats", showURLs(*nf.url))
 	stopServing := func() error {
+		gstopped := make(chan struct{})
+		go func() { // beside the HTTP server: both cut open streams after 5s
+			defer close(gstopped)
+			if gsrv != nil {
+				edge.StopGRPC(gsrv, 5*time.Second)
+			}
+		}()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			_ = srv.Close()
 		}
 		<-served
-		if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-			return serveErr
+		<-gstopped
+		if gserved != nil {
+			<-gserved
 		}
-		return nil
+		if errors.Is(serveErr, http.ErrServerClosed) {
+			serveErr = nil
+		}
+		return errors.Join(serveErr, gserveEr)
 	}
 
 	b, closeBus, err := nf.openBus(ctx, "a2amesh-edge", log, setWaiting)
@@ -461,6 +494,7 @@ func runEdge(ctx context.Context, args []string) error {
 	var runErr error
 	select {
 	case <-served: // the HTTP server failed; stopServing returns why
+	case <-gserved: // the gRPC server failed (never, without gRPC: a nil channel)
 	case runErr = <-ran: // a configuration error (push delivery runs until rctx ends)
 	case <-ctx.Done():
 	}
