@@ -17,7 +17,7 @@ import (
 //     request's tenant field names the agent.
 
 // restBinding is whether the edge serves HTTP+JSON (rest.go).
-const restBinding = false
+const restBinding = true
 
 // moreBindings are the interfaces of the other bindings for the card of
 // agent (empty: the mesh card, whose calls need no tenant).
