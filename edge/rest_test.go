@@ -231,22 +231,32 @@ func listedIDs(t testing.TB, r restResp) ([]string, a2a.ListTasksResponse) {
 // ---- tests ----
 
 // A task's life over HTTP+JSON on each mount: the agent's
-// (/agents/ask/...), the root (the default agent, and every agent's tasks
-// by id) and the tenant's (/ask/...): send, get, reply, list with its
-// filters and pages, cancel.
+// (/agents/ask/...), the root (the body's tenant names the agent; task
+// calls find every agent's tasks by id) and the tenant's (/ask/..., which
+// wins over the body's): send, get, reply, list with its filters and
+// pages, cancel.
 func TestRESTTaskLifecycleOnEveryMount(t *testing.T) {
-	m := startHTTPMesh(t, edge.Config{DefaultAgent: "ask"}, "ask", "echo")
+	m := startHTTPMesh(t, edge.Config{DefaultAgent: "echo"}, "ask", "echo")
 
-	for _, mount := range []struct{ name, prefix string }{{"agent", "/agents/ask"}, {"root", ""}, {"tenant", "/ask"}} {
+	for _, mount := range []struct{ name, prefix, bodyTenant string }{
+		{"agent", "/agents/ask", ""}, {"root", "", "ask"}, {"tenant", "/ask", ""}, {"tenant over body", "/ask", "echo"},
+	} {
 		t.Run(mount.name, func(t *testing.T) {
 			p := mount.prefix
 			ctxID := uuid.NewString()
-			r := m.rest(t, http.MethodPost, p+"/message:send", map[string]any{"message": msgInContext("hi", ctxID)}, nil)
+			sendBody := func(msg map[string]any) map[string]any {
+				b := map[string]any{"message": msg}
+				if mount.bodyTenant != "" {
+					b["tenant"] = mount.bodyTenant
+				}
+				return b
+			}
+			r := m.rest(t, http.MethodPost, p+"/message:send", sendBody(msgInContext("hi", ctxID)), nil)
 			assert.Equal(t, "application/a2a+json", r.Header.Get("Content-Type"))
 			a := sentTask(t, r)
-			assert.Equal(t, a2a.StateInputRequired, a.Status.State)
+			assert.Equal(t, a2a.StateInputRequired, a.Status.State, "the ask agent answered")
 			assert.Equal(t, ctxID, a.ContextID)
-			b := sentTask(t, m.rest(t, http.MethodPost, p+"/message:send", map[string]any{"message": msgInContext("hi", ctxID)}, nil))
+			b := sentTask(t, m.rest(t, http.MethodPost, p+"/message:send", sendBody(msgInContext("hi", ctxID)), nil))
 
 			var got a2a.Task
 			m.rest(t, http.MethodGet, p+"/tasks/"+a.ID, nil, nil).ok(t, &got)
