@@ -36,8 +36,9 @@ type nodeCheck struct {
 // (integration/node/package.json, engines).
 const nodeMinMajor = 20
 
-// nodeSDKPackages are the npm aliases of @a2a-js/sdk the scripts import.
-var nodeSDKPackages = []string{"a2a-v1", "a2a-v03"}
+// nodeSDKPackages are the npm packages the scripts import: the aliases of
+// @a2a-js/sdk, and the peer dependencies of its gRPC client.
+var nodeSDKPackages = []string{"a2a-v1", "a2a-v03", "@grpc/grpc-js", "@bufbuild/protobuf"}
 
 // requireNode returns the node binary and the absolute path of
 // integration/node for the JavaScript SDK tests. A missing Node.js, one
@@ -77,18 +78,18 @@ func requireNode(t *testing.T) (node, dir string) {
 }
 
 // TestNodeSDKInterop drives the mesh with the official A2A JavaScript SDK
-// (@a2a-js/sdk 1.x for A2A 1.0 and 0.3.x for A2A 0.3) and reports each of
-// the scripts' checks as a subtest.
+// (@a2a-js/sdk 1.x for A2A 1.0 over JSON-RPC, HTTP+JSON and gRPC, and
+// 0.3.x for A2A 0.3) and reports each of the scripts' checks as a subtest.
 func TestNodeSDKInterop(t *testing.T) {
 	node, dir := requireNode(t)
 
 	// Push on, trusting loopback receivers: the scripts' webhook listens
-	// on 127.0.0.1.
-	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) {
+	// on 127.0.0.1; gRPC on, for interop-grpc.mjs.
+	m := meshtest.Start(t, meshtest.WithGRPC(), meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Push = edge.PushConfig{Enabled: true, Trusted: []string{"127.0.0.1"}}
 	}))
 
-	for _, script := range []string{"interop-v1.mjs", "interop-v03.mjs"} {
+	for _, script := range []string{"interop-v1.mjs", "interop-v03.mjs", "interop-rest.mjs", "interop-grpc.mjs"} {
 		t.Run(strings.TrimSuffix(script, ".mjs"), func(t *testing.T) {
 			runNodeChecks(t, node, dir, script, m.URL)
 		})
