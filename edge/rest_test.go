@@ -23,10 +23,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 // ---- raw HTTP+JSON ----
@@ -667,4 +673,68 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return s.URL
+}
+
+// restServerSpan waits for the ended server span of trace tid named name.
+func restServerSpan(t *testing.T, sr *tracetest.SpanRecorder, tid trace.TraceID, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range sr.Ended() {
+			if s.SpanContext().TraceID() == tid && s.Name() == name && s.SpanKind() == trace.SpanKindServer {
+				return s
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no server span %s in trace %s", name, tid)
+	return nil
+}
+
+// The server span of an HTTP+JSON call: a child of the caller's span
+// (traceparent, or a send's a2a.trace metadata), named by the operation,
+// with its route, agent and task, and the status of a failure.
+func TestRESTServerSpan(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	tracing.Install(tp)
+	t.Cleanup(tracing.Reset)
+	m := startHTTPMesh(t, edge.Config{DefaultAgent: "echo"}, "echo")
+	_, parent := tp.Tracer("rest-test-client").Start(context.Background(), "client")
+	parent.End()
+	tid := parent.SpanContext().TraceID()
+
+	tk := sentTask(t, m.rest(t, http.MethodPost, "/agents/echo/message:send", map[string]any{"message": userMsg("traced", "")},
+		map[string]string{"traceparent": tracing.Traceparent(parent.SpanContext())}))
+	s := restServerSpan(t, sr, tid, "SendMessage")
+	assert.Equal(t, parent.SpanContext().SpanID(), s.Parent().SpanID())
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		attrs[kv.Key] = kv.Value
+	}
+	assert.Equal(t, "http", attrs["rpc.system"].AsString())
+	assert.Equal(t, "/agents/{name}/message:send", attrs["http.route"].AsString())
+	assert.Equal(t, "echo", attrs[tracing.AttrAgent].AsString())
+	assert.Equal(t, tk.ID, attrs[tracing.AttrTaskID].AsString())
+	assert.Equal(t, otelcodes.Unset, s.Status().Code)
+
+	// A send without traceparent: its metadata's a2a.trace is the parent.
+	_, parent2 := tp.Tracer("rest-test-client").Start(context.Background(), "client-2")
+	parent2.End()
+	sc := parent2.SpanContext()
+	sentTask(t, m.rest(t, http.MethodPost, "/echo/message:send", map[string]any{"message": userMsg("traced", ""),
+		"metadata": map[string]any{tracing.MetadataKey: map[string]any{"traceId": sc.TraceID().String(), "spanId": sc.SpanID().String()}}}, nil))
+	s = restServerSpan(t, sr, sc.TraceID(), "SendMessage")
+	assert.Equal(t, sc.SpanID(), s.Parent().SpanID())
+
+	// A failure marks the span.
+	m.rest(t, http.MethodGet, "/tasks/no-such-task", nil, map[string]string{"traceparent": tracing.Traceparent(parent.SpanContext())})
+	s = restServerSpan(t, sr, tid, "GetTask")
+	assert.Equal(t, otelcodes.Error, s.Status().Code)
+	attrs = map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		attrs[kv.Key] = kv.Value
+	}
+	assert.EqualValues(t, 404, attrs["http.response.status_code"].AsInt64())
+	assert.Equal(t, "TASK_NOT_FOUND", attrs["a2a.error.reason"].AsString())
 }
