@@ -181,7 +181,7 @@ func (t *grpcTransport) callError(ctx context.Context, op string, err error) err
 			dialErr := t.dialErr
 			t.mu.Unlock()
 			if dialErr != nil {
-				return fmt.Errorf("%s: gRPC %s: %w", op, st.Message(), dialErr)
+				return fmt.Errorf("%s: %w", op, dialErr)
 			}
 			return fmt.Errorf("%s: gRPC unavailable: %s", op, st.Message())
 		}

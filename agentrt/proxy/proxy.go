@@ -4,14 +4,17 @@
 // the agent with an A2A client, recording the agent's answers as the mesh
 // task's events.
 //
-// The upstream speaks A2A 1.0 or 0.3 over JSON-RPC; its card says which,
-// and whether it streams. A streaming agent is called with
-// SendStreamingMessage (message/stream) and its events are recorded as they
-// come; any other with a non-blocking SendMessage (message/send), then
-// GetTask until the task settles.
+// The upstream speaks A2A 1.0 or 0.3 over JSON-RPC, or 1.0 over HTTP+JSON
+// or gRPC; its card says which, and whether it streams. The worker calls
+// JSON-RPC when the card offers it (1.0, else 0.3), else HTTP+JSON, else
+// gRPC. A streaming agent is called with SendStreamingMessage
+// (message/stream) and its events are recorded as they come; any other
+// with a non-blocking SendMessage (message/send), then GetTask until the
+// task settles.
 //
 // Every outbound request passes an SSRF guard (package internal/ssrf):
-// only http and https, and no private, loopback, link-local or otherwise
+// only http and https (a gRPC address is checked as the http or https URL
+// of its host and port), and no private, loopback, link-local or otherwise
 // special address at dial time, unless the operator trusts it.
 //
 // Upstream task and context ids are kept in the bus's A2A_UPSTREAM bucket,
@@ -44,6 +47,8 @@ import (
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/tracing"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // Config configures a proxied agent.
@@ -78,8 +83,7 @@ type Agent struct {
 	card      atomic.Pointer[a2a.AgentCard] // replaced by RefreshCard
 	url       string                        // where the card was fetched
 	cardOpts  []client.Option               // how to fetch it again
-	endpoint  string
-	version   string // "1.0" or "0.3"
+	iface     upstreamInterface             // where and how it forwards
 	streaming bool
 	cl        *client.Client
 	kv        bus.KV
@@ -119,12 +123,12 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	endpoint, version, tenant, err := pickInterface(card)
+	iface, err := pickInterface(card)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: agent %q: %w", card.Name, err)
 	}
-	if err := cfg.Guard.CheckURL(endpoint); err != nil {
-		return nil, fmt.Errorf("proxy: agent %q endpoint: %w", card.Name, err)
+	if err := cfg.Guard.CheckURL(iface.checkURL()); err != nil {
+		return nil, fmt.Errorf("proxy: agent %q %s endpoint: %w", card.Name, iface.Binding, err)
 	}
 	name := cfg.Name
 	if name == "" {
@@ -138,25 +142,54 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	cardOpts := append([]client.Option(nil), opts...)
-	opts = append(opts, client.WithProtocolVersion(version))
-	if tenant != "" {
-		opts = append(opts, client.WithTenant(tenant))
+	opts = append(opts, client.WithBinding(iface.Binding), client.WithProtocolVersion(iface.Version),
+		// gRPC: every connection is dialed through the guard, and carries
+		// the run's trace context.
+		client.WithDialer(cfg.Guard.DialContext),
+		client.WithGRPCDialOptions(grpc.WithUnaryInterceptor(traceUnary), grpc.WithStreamInterceptor(traceStream)))
+	if iface.Tenant != "" {
+		opts = append(opts, client.WithTenant(iface.Tenant))
 	}
 	a := &Agent{
 		name:      name,
 		url:       cfg.URL,
 		cardOpts:  cardOpts,
-		endpoint:  endpoint,
-		version:   version,
+		iface:     iface,
 		streaming: card.Capabilities.Streaming != nil && *card.Capabilities.Streaming,
-		cl:        client.New(endpoint, opts...),
+		cl:        client.New(iface.URL, opts...),
 		kv:        kv,
-		log:       cfg.Logger.With("agent", name, "upstream", endpoint),
+		log:       cfg.Logger.With("agent", name, "upstream", iface.URL, "binding", iface.Binding),
 	}
 	mc := meshCard(*card, name)
 	a.card.Store(&mc)
-	a.log.Info("proxying agent", "protocol", version, "streaming", a.streaming)
+	a.log.Info("proxying agent", "protocol", iface.Version, "streaming", a.streaming)
 	return a, nil
+}
+
+// Close releases the upstream client's connections (a gRPC upstream's);
+// the agent must not run after.
+func (a *Agent) Close() error { return a.cl.Close() }
+
+// traceUnary and traceStream send the trace context of a gRPC call's
+// context as traceparent (and tracestate) metadata, as the HTTP
+// bindings' transport sends it in headers.
+func traceUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return invoker(withTraceMD(ctx), method, req, reply, cc, opts...)
+}
+
+func traceStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return streamer(withTraceMD(ctx), desc, cc, method, opts...)
+}
+
+func withTraceMD(ctx context.Context) context.Context {
+	h := http.Header{}
+	tracing.Inject(ctx, h)
+	for k, vs := range h {
+		for _, v := range vs {
+			ctx = metadata.AppendToOutgoingContext(ctx, strings.ToLower(k), v)
+		}
+	}
+	return ctx
 }
 
 // RefreshCard fetches the upstream's card again and registers what it
@@ -169,9 +202,9 @@ func (a *Agent) RefreshCard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if endpoint, version, _, err := pickInterface(card); err != nil || endpoint != a.endpoint || version != a.version {
+	if in, err := pickInterface(card); err != nil || in != a.iface {
 		a.log.Warn("the agent's card names another interface now; restart the worker to forward there",
-			"card_endpoint", endpoint, "card_protocol", version)
+			"card_endpoint", in.URL, "card_binding", in.Binding, "card_protocol", in.Version, "card_tenant", in.Tenant)
 	}
 	mc := meshCard(*card, a.name)
 	if old := a.card.Swap(&mc); !reflect.DeepEqual(*old, mc) {
@@ -220,29 +253,69 @@ func fetchCard(ctx context.Context, url string, opts []client.Option) (*a2a.Agen
 	return card, nil
 }
 
-// pickInterface chooses the JSON-RPC endpoint to call: a 1.0 interface if
-// the card offers one, else a 0.3 one.
-func pickInterface(c *a2a.AgentCard) (url, version, tenant string, err error) {
+// upstreamInterface is the interface of the upstream's card the worker
+// calls.
+type upstreamInterface struct {
+	URL     string
+	Binding string // a2a.BindingJSONRPC, a2a.BindingHTTPJSON or a2a.BindingGRPC
+	Version string // "1.0" or "0.3" (JSON-RPC only)
+	Tenant  string
+}
+
+// checkURL is the URL the SSRF guard vets before any call: the
+// interface's URL, or for gRPC the http (or, for TLS, https) URL of its
+// host and port.
+func (in upstreamInterface) checkURL() string {
+	if in.Binding != a2a.BindingGRPC {
+		return in.URL
+	}
+	scheme, rest, ok := strings.Cut(in.URL, "://")
+	if !ok {
+		return "http://" + in.URL
+	}
+	switch strings.ToLower(scheme) {
+	case "grpc":
+		scheme = "http"
+	case "grpcs":
+		scheme = "https"
+	}
+	return scheme + "://" + rest
+}
+
+// pickInterface chooses the interface to call: JSON-RPC 1.0 if the card
+// offers it, else JSON-RPC 0.3, else HTTP+JSON 1.0, else gRPC 1.0, each
+// the first the card lists.
+func pickInterface(c *a2a.AgentCard) (upstreamInterface, error) {
+	is := func(in a2a.AgentInterface, binding, major string) bool {
+		return strings.EqualFold(in.ProtocolBinding, binding) && strings.HasPrefix(in.ProtocolVersion, major) && in.URL != ""
+	}
 	jsonrpc := func(binding string) bool { return strings.EqualFold(binding, a2a.BindingJSONRPC) }
 	for _, in := range c.SupportedInterfaces {
-		if jsonrpc(in.ProtocolBinding) && strings.HasPrefix(in.ProtocolVersion, "1.") && in.URL != "" {
-			return in.URL, "1.0", in.Tenant, nil
+		if is(in, a2a.BindingJSONRPC, "1.") {
+			return upstreamInterface{URL: in.URL, Binding: a2a.BindingJSONRPC, Version: "1.0", Tenant: in.Tenant}, nil
 		}
 	}
 	for _, in := range c.SupportedInterfaces {
-		if jsonrpc(in.ProtocolBinding) && strings.HasPrefix(in.ProtocolVersion, "0.") && in.URL != "" {
-			return in.URL, "0.3", "", nil
+		if is(in, a2a.BindingJSONRPC, "0.") {
+			return upstreamInterface{URL: in.URL, Binding: a2a.BindingJSONRPC, Version: "0.3"}, nil
 		}
 	}
 	if c.URL != "" && (c.PreferredTransport == "" || jsonrpc(c.PreferredTransport)) {
-		return c.URL, "0.3", "", nil
+		return upstreamInterface{URL: c.URL, Binding: a2a.BindingJSONRPC, Version: "0.3"}, nil
 	}
 	for _, in := range c.AdditionalInterfaces {
 		if jsonrpc(in.Transport) && in.URL != "" {
-			return in.URL, "0.3", "", nil
+			return upstreamInterface{URL: in.URL, Binding: a2a.BindingJSONRPC, Version: "0.3"}, nil
 		}
 	}
-	return "", "", "", errors.New("the card offers no JSON-RPC interface")
+	for _, binding := range []string{a2a.BindingHTTPJSON, a2a.BindingGRPC} {
+		for _, in := range c.SupportedInterfaces {
+			if is(in, binding, "1.") {
+				return upstreamInterface{URL: in.URL, Binding: binding, Version: "1.0", Tenant: in.Tenant}, nil
+			}
+		}
+	}
+	return upstreamInterface{}, errors.New("the card offers no interface the proxy speaks (JSON-RPC 1.0 or 0.3, HTTP+JSON 1.0, gRPC 1.0)")
 }
 
 // MeshName derives a mesh agent name from a card's name: lower case, runs
@@ -287,8 +360,12 @@ func meshCard(c a2a.AgentCard, name string) a2a.AgentCard {
 // Name is the agent's name in the mesh.
 func (a *Agent) Name() string { return a.name }
 
-// Endpoint is the upstream JSON-RPC URL and protocol version in use.
-func (a *Agent) Endpoint() (url, version string) { return a.endpoint, a.version }
+// Endpoint is the upstream interface in use: its URL (for gRPC its
+// address), binding (a2a.BindingJSONRPC, a2a.BindingHTTPJSON or
+// a2a.BindingGRPC) and protocol version ("1.0" or "0.3").
+func (a *Agent) Endpoint() (url, binding, version string) {
+	return a.iface.URL, a.iface.Binding, a.iface.Version
+}
 
 // Card is the card registered in the mesh.
 func (a *Agent) Card() a2a.AgentCard { return *a.card.Load() }

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -15,9 +16,11 @@ import (
 
 	goa2a "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
@@ -30,13 +33,19 @@ import (
 // upstream is an A2A agent served by the a2a-go SDK on loopback: the
 // "existing agent, another implementation" a proxy worker fronts.
 type upstream struct {
-	URL      string
-	requests atomic.Int64 // HTTP requests received (cards included)
+	URL       string       // where its card is served
+	Endpoint  string       // its one interface
+	requests  atomic.Int64 // HTTP requests received (cards included)
+	grpcCalls atomic.Int64 // gRPC calls received
 }
 
 type upstreamOpts struct {
 	version   string // "1.0" or "0.3": the only interface the card offers
+	binding   string // of that interface: JSON-RPC unless set
 	streaming bool
+	// grpcHost, when set, is the host the card names for a gRPC
+	// interface (the server listens on 127.0.0.1 anyway).
+	grpcHost string
 }
 
 func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *upstream {
@@ -49,6 +58,17 @@ func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *ups
 	if o.version == "0.3" {
 		iface.ProtocolVersion = a2av0.Version
 	}
+	switch o.binding {
+	case a2a.BindingHTTPJSON:
+		iface.URL, iface.ProtocolBinding = u.URL+"/rest", goa2a.TransportProtocolHTTPJSON
+	case a2a.BindingGRPC:
+		iface.URL, iface.ProtocolBinding = startGRPCUpstream(t, u, handler), goa2a.TransportProtocolGRPC
+		if o.grpcHost != "" {
+			_, port, _ := net.SplitHostPort(iface.URL)
+			iface.URL = net.JoinHostPort(o.grpcHost, port)
+		}
+	}
+	u.Endpoint = iface.URL
 	card := &goa2a.AgentCard{
 		Name: "Upstream Agent", Description: "an a2a-go agent behind a proxy worker", Version: "1.0.0",
 		SupportedInterfaces: []*goa2a.AgentInterface{iface},
@@ -64,6 +84,7 @@ func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *ups
 	} else {
 		mux.Handle("GET /.well-known/agent-card.json", a2asrv.NewStaticAgentCardHandler(card))
 		mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(handler))
+		mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.requests.Add(1)
@@ -78,6 +99,37 @@ func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *ups
 		}
 	})
 	return u
+}
+
+// startGRPCUpstream serves handler over gRPC (the SDK's a2agrpc) on a
+// loopback port of its own, counting calls in u, and returns its address.
+func startGRPCUpstream(t *testing.T, u *upstream, handler a2asrv.RequestHandler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer(
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			u.grpcCalls.Add(1)
+			return h(ctx, req)
+		}),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			u.grpcCalls.Add(1)
+			return h(srv, ss)
+		}))
+	a2agrpc.NewHandler(handler).RegisterWith(srv)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		stopped := make(chan struct{})
+		go func() { srv.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(2 * time.Second):
+			srv.Stop()
+		}
+		<-done
+	})
+	return ln.Addr().String()
 }
 
 type testWriter struct{ t *testing.T }
@@ -182,6 +234,7 @@ func runProxy(t *testing.T, m *meshtest.Mesh, url, name string) *proxy.Agent {
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Config{URL: url, Name: name, Guard: guard, Bus: m.Bus()})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -238,13 +291,18 @@ func TestProxyA2AGoUpstream(t *testing.T) {
 		{"v10-send", upstreamOpts{version: "1.0"}},
 		{"v03-stream", upstreamOpts{version: "0.3", streaming: true}},
 		{"v03-send", upstreamOpts{version: "0.3"}},
+		{"rest-stream", upstreamOpts{version: "1.0", binding: a2a.BindingHTTPJSON, streaming: true}},
+		{"rest-send", upstreamOpts{version: "1.0", binding: a2a.BindingHTTPJSON}},
+		{"grpc-stream", upstreamOpts{version: "1.0", binding: a2a.BindingGRPC, streaming: true}},
+		{"grpc-send", upstreamOpts{version: "1.0", binding: a2a.BindingGRPC}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exec := &turnsExecutor{}
 			up := startUpstream(t, exec, tc.opts)
 			p := runProxy(t, m, up.URL, "up-"+tc.name)
-			url, version := p.Endpoint()
-			assert.Equal(t, up.URL+"/rpc", url)
+			url, binding, version := p.Endpoint()
+			assert.Equal(t, up.Endpoint, url)
+			assert.Equal(t, cmp.Or(tc.opts.binding, a2a.BindingJSONRPC), binding)
 			assert.Equal(t, tc.opts.version, version)
 
 			c := client.New(m.URL + "/agents/up-" + tc.name)
@@ -270,51 +328,74 @@ func TestProxyA2AGoUpstream(t *testing.T) {
 	}
 }
 
+// upstreamBindings are the bindings an upstream may offer alone.
+var upstreamBindings = []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON, a2a.BindingGRPC}
+
+// bindingName is a binding as a mesh agent name may spell it.
+func bindingName(b string) string { return strings.ToLower(strings.ReplaceAll(b, "+", "")) }
+
 func TestProxyStreamsUpstreamEvents(t *testing.T) {
 	m := meshtest.Start(t)
-	up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", streaming: true})
-	runProxy(t, m, up.URL, "streamer")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	s, err := client.New(m.URL+"/agents/streamer").Stream(ctx, &a2a.SendMessageRequest{Message: client.TextMessage("x")})
-	require.NoError(t, err)
-	defer s.Close()
-	var kinds []string
-	for i := 0; i < 20; i++ {
-		ev, err := s.Next()
-		if err != nil {
-			break
-		}
-		switch r := ev.Response; {
-		case r.Task != nil:
-			kinds = append(kinds, "task")
-		case r.StatusUpdate != nil:
-			kinds = append(kinds, "status:"+strings.TrimPrefix(string(r.StatusUpdate.Status.State), "TASK_STATE_"))
-		case r.ArtifactUpdate != nil:
-			kinds = append(kinds, "artifact")
-		}
+	for _, binding := range upstreamBindings {
+		t.Run(binding, func(t *testing.T) {
+			name := "streamer-" + bindingName(binding)
+			up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", binding: binding, streaming: true})
+			runProxy(t, m, up.URL, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			s, err := client.New(m.URL+"/agents/"+name).Stream(ctx, &a2a.SendMessageRequest{Message: client.TextMessage("x")})
+			require.NoError(t, err)
+			defer s.Close()
+			var kinds []string
+			for i := 0; i < 20; i++ {
+				ev, err := s.Next()
+				if err != nil {
+					break
+				}
+				switch r := ev.Response; {
+				case r.Task != nil:
+					kinds = append(kinds, "task")
+				case r.StatusUpdate != nil:
+					kinds = append(kinds, "status:"+strings.TrimPrefix(string(r.StatusUpdate.Status.State), "TASK_STATE_"))
+				case r.ArtifactUpdate != nil:
+					kinds = append(kinds, "artifact")
+				}
+			}
+			assert.Equal(t, []string{"task", "status:WORKING", "artifact", "artifact", "status:INPUT_REQUIRED"}, kinds)
+		})
 	}
-	assert.Equal(t, []string{"task", "status:WORKING", "artifact", "artifact", "status:INPUT_REQUIRED"}, kinds)
 }
 
 func TestProxyFailureIsSanitized(t *testing.T) {
 	m := meshtest.Start(t)
-	up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", streaming: true})
-	runProxy(t, m, up.URL, "failing")
-	task := send(t, client.New(m.URL+"/agents/failing"), "fail", "")
-	assert.Equal(t, a2a.StateFailed, task.Status.State)
-	if task.Status.Message != nil {
-		assert.NotContains(t, task.Status.Message.Text(), "hunter2")
+	for _, binding := range upstreamBindings {
+		t.Run(binding, func(t *testing.T) {
+			name := "failing-" + bindingName(binding)
+			up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", binding: binding, streaming: true})
+			runProxy(t, m, up.URL, name)
+			task := send(t, client.New(m.URL+"/agents/"+name), "fail", "")
+			assert.Equal(t, a2a.StateFailed, task.Status.State)
+			if task.Status.Message != nil {
+				assert.NotContains(t, task.Status.Message.Text(), "hunter2")
+			}
+		})
 	}
 }
 
 func TestProxyCancelReachesUpstream(t *testing.T) {
 	m := meshtest.Start(t)
+	for _, binding := range upstreamBindings {
+		t.Run(binding, func(t *testing.T) { testCancelReachesUpstream(t, m, binding) })
+	}
+}
+
+func testCancelReachesUpstream(t *testing.T, m *meshtest.Mesh, binding string) {
 	exec := &turnsExecutor{block: make(chan struct{})}
 	defer close(exec.block)
-	up := startUpstream(t, exec, upstreamOpts{version: "1.0", streaming: true})
-	runProxy(t, m, up.URL, "blocker")
-	c := client.New(m.URL + "/agents/blocker")
+	name := "blocker-" + bindingName(binding)
+	up := startUpstream(t, exec, upstreamOpts{version: "1.0", binding: binding, streaming: true})
+	runProxy(t, m, up.URL, name)
+	c := client.New(m.URL + "/agents/" + name)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	res, err := c.Send(ctx, &a2a.SendMessageRequest{Message: client.TextMessage("x"),
@@ -350,6 +431,49 @@ func TestProxyRefusesLoopbackUnlessTrusted(t *testing.T) {
 		assert.ErrorIs(t, err, ssrf.ErrBlocked, url)
 	}
 	assert.Zero(t, up.requests.Load(), "a refused upstream must receive no request")
+}
+
+// A gRPC upstream is held to the SSRF guard like an HTTP one: its address
+// is vetted before any call, and every connection is dialed through the
+// guard, so a name the guard does not trust that resolves to a refused
+// address gets no call either.
+func TestProxyRefusesGRPCUpstreamUnlessTrusted(t *testing.T) {
+	m := meshtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	trustCard := func(up *upstream, more ...string) *ssrf.Guard {
+		g, err := ssrf.New(append([]string{strings.TrimPrefix(up.URL, "http://")}, more...))
+		require.NoError(t, err)
+		return g
+	}
+
+	// A private or loopback address the card names: refused at New.
+	for _, host := range []string{"", "10.1.2.3", "169.254.169.254"} {
+		up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", binding: a2a.BindingGRPC, grpcHost: host})
+		_, err := proxy.New(ctx, proxy.Config{URL: up.URL, Guard: trustCard(up), Bus: m.Bus()})
+		require.Error(t, err, up.Endpoint)
+		assert.ErrorIs(t, err, ssrf.ErrBlocked, up.Endpoint)
+		assert.NotErrorIs(t, err, proxy.ErrUnavailable, up.Endpoint)
+		assert.Contains(t, err.Error(), a2a.BindingGRPC)
+		assert.Zero(t, up.grpcCalls.Load(), "a refused upstream must receive no call")
+	}
+
+	// "localhost": allowed by the URL check (one of its loopback addresses,
+	// [::1] on the port, is trusted), refused where it is dialed
+	// (127.0.0.1 is not trusted there).
+	up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", binding: a2a.BindingGRPC, grpcHost: "localhost"})
+	_, port, err := net.SplitHostPort(up.Endpoint)
+	require.NoError(t, err)
+	p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "grpc-dial", Guard: trustCard(up, "[::1]:"+port), Bus: m.Bus()})
+	require.NoError(t, err)
+	defer p.Close()
+	url, binding, _ := p.Endpoint()
+	require.Equal(t, "localhost:"+port, url)
+	require.Equal(t, a2a.BindingGRPC, binding)
+	req := &agentrt.Request{TaskID: "task-grpc-dial", ContextID: "ctx-grpc-dial", Message: *client.TextMessage("x"), Attempt: 1}
+	err = p.Run(ctx, req, &recorder{})
+	require.Error(t, err)
+	assert.Zero(t, up.grpcCalls.Load(), "the dial must go through the guard: %v", err)
 }
 
 func TestProxyUnreachableUpstreamIsUnavailable(t *testing.T) {
@@ -505,8 +629,9 @@ func TestProxyRefreshCard(t *testing.T) {
 	assert.Equal(t, "second", p.Card().Description)
 	assert.Equal(t, "card-agent", p.Card().Name, "the mesh name stays")
 	assert.Empty(t, p.Card().SupportedInterfaces, "the upstream's address is still not registered")
-	url, version := p.Endpoint()
+	url, binding, version := p.Endpoint()
 	assert.Equal(t, base+"/rpc", url)
+	assert.Equal(t, a2a.BindingJSONRPC, binding)
 	assert.Equal(t, "1.0", version)
 
 	require.NoError(t, srv.Close())
