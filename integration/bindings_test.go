@@ -59,6 +59,7 @@ type bList struct {
 type bPush struct{ ID, TaskID, URL, Token string }
 
 type sendOpts struct {
+	MessageID         string // "" for a fresh one
 	NonBlocking       bool
 	TaskID, ContextID string
 	History           *int
@@ -69,6 +70,8 @@ type listQ struct {
 	ContextID, Status, PageToken string
 	PageSize, History            *int
 	Artifacts                    bool
+	NoArtifacts                  bool   // send includeArtifacts false explicitly
+	After                        string // statusTimestampAfter
 }
 
 // binding is one binding (and version) as a client sees it.
@@ -198,6 +201,9 @@ func (v1Binding) dialect() proto { return v10 }
 
 func (b v1Binding) sendParams(text string, o sendOpts) map[string]any {
 	msg := inTask(v10.msg(text), o.TaskID, o.ContextID)
+	if o.MessageID != "" {
+		msg["messageId"] = o.MessageID
+	}
 	if o.NoParts {
 		msg["parts"] = []any{}
 	}
@@ -257,6 +263,12 @@ func (b v1Binding) List(t testing.TB, cx bCall, q listQ) (bList, *bErr) {
 	}
 	if q.Artifacts {
 		p["includeArtifacts"] = true
+	}
+	if q.NoArtifacts {
+		p["includeArtifacts"] = false
+	}
+	if q.After != "" {
+		p["statusTimestampAfter"] = q.After
 	}
 	raw, e := b.w.unary(t, cx, "ListTasks", p)
 	if e != nil {
@@ -370,6 +382,9 @@ func (v03Binding) dialect() proto { return v03 }
 
 func (b v03Binding) sendParams(text string, o sendOpts) map[string]any {
 	msg := inTask(v03.msg(text), o.TaskID, o.ContextID)
+	if o.MessageID != "" {
+		msg["messageId"] = o.MessageID
+	}
 	if o.NoParts {
 		msg["parts"] = []any{}
 	}

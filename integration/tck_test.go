@@ -11,9 +11,17 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // TestTCKTrailingSlashEndpoints: a client that joins "/" onto the card's
@@ -218,6 +226,92 @@ func TestTCKAgentCardCaching(t *testing.T) {
 			status, _, body4 := m.getJSON(t, path, map[string]string{"If-None-Match": `"stale"`})
 			assert.Equal(t, http.StatusOK, status)
 			assert.Equal(t, body, body4)
+		})
+	}
+}
+
+// TestTCKTransports: the 1.0 TCK (a2a-tck branch 1.0-dev, run with
+// `--transport jsonrpc,http_json,grpc`) reads the mesh card at the root
+// and takes the first interface of each binding: JSON-RPC at /a2a,
+// HTTP+JSON at the edge's base and gRPC at host:port, none with a tenant,
+// so every call goes to the default agent (the tck agent, with messageId
+// deduplication off, as docs/interop.md runs it). Its clients send
+// A2A-Version 1.0 (gRPC: metadata a2a-version), label a POST with no body
+// (cancel, subscribe) application/json all the same, list tasks with
+// statusTimestampAfter and includeArtifacts=false, and reuse messageIds.
+func TestTCKTransports(t *testing.T) {
+	m := startRawMesh(t, meshtest.WithGRPC(), meshtest.WithConfig(func(c *mesh.Config) {
+		c.Edge.DefaultAgent = "tck"
+		c.Edge.IdempotencyWindow = -1
+	}))
+	status, _, body := m.getJSON(t, "/.well-known/agent-card.json", nil)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	var card wCard
+	require.NoError(t, json.Unmarshal(body, &card))
+	first := map[string]wInterface{}
+	for _, i := range card.SupportedInterfaces {
+		if _, ok := first[i.ProtocolBinding]; !ok && i.ProtocolVersion == "1.0" {
+			first[i.ProtocolBinding] = i
+		}
+	}
+	assert.Equal(t, wInterface{URL: m.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"}, first["JSONRPC"])
+	assert.Equal(t, wInterface{URL: m.URL, ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"}, first["HTTP+JSON"])
+	assert.Equal(t, wInterface{URL: m.GRPCAddr(), ProtocolBinding: "GRPC", ProtocolVersion: "1.0"}, first["GRPC"],
+		"the TCK dials the gRPC url as it stands (grpc.insecure_channel)")
+
+	conn, err := grpc.NewClient(first["GRPC"].URL, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	transports := []struct {
+		name string
+		b    binding
+	}{
+		{"jsonrpc", v1Binding{w: jsonrpcWire{m: m, root: true}}},
+		{"http_json", v1Binding{w: restWire{m: m, root: true, emptyBodies: true, contentType: "application/json"}}},
+		{"grpc", v1Binding{w: grpcWire{cli: a2apb.NewA2AServiceClient(conn)}}},
+	}
+	cx := bCall{hdr: map[string]string{"A2A-Version": "1.0"}}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			b := tr.b
+			id := "tck-complete-task-" + uuid.NewString()[:8]
+			tk, err := b.Send(t, cx, "hello", sendOpts{MessageID: id})
+			noErr(t, err, "SendMessage")
+			assert.Equal(t, "TASK_STATE_COMPLETED", tk.State)
+			assert.Equal(t, "Hello from TCK", tk.Status)
+			again, err := b.Send(t, cx, "hello", sendOpts{MessageID: id})
+			noErr(t, err, "SendMessage with the same messageId")
+			assert.NotEqual(t, tk.ID, again.ID, "with deduplication off a reused messageId is a new task")
+
+			got, err := b.Get(t, cx, tk.ID, ptr(0))
+			noErr(t, err, "GetTask")
+			assert.Equal(t, tk.ID, got.ID)
+			_, err = b.Cancel(t, cx, tk.ID)
+			wantErr(t, err, "TASK_NOT_CANCELABLE", "CancelTask of a completed task")
+			_, err = b.Subscribe(t, cx, tk.ID)
+			wantErr(t, err, "UNSUPPORTED_OPERATION", "SubscribeToTask of a completed task")
+
+			l, err := b.List(t, cx, listQ{ContextID: tk.ContextID, After: "2020-01-01T00:00:00Z", NoArtifacts: true, PageSize: ptr(10)})
+			noErr(t, err, "ListTasks")
+			require.Len(t, l.Tasks, 1)
+			assert.Equal(t, tk.ID, l.Tasks[0].ID)
+			l, err = b.List(t, cx, listQ{ContextID: tk.ContextID, After: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+			noErr(t, err, "ListTasks after a later time")
+			assert.Empty(t, l.Tasks, "statusTimestampAfter filters")
+
+			open, err := b.Send(t, cx, "hello", sendOpts{MessageID: "tck-input-required-" + uuid.NewString()[:8]})
+			noErr(t, err, "SendMessage")
+			require.Equal(t, "TASK_STATE_INPUT_REQUIRED", open.State)
+			canceled, err := b.Cancel(t, cx, open.ID)
+			noErr(t, err, "CancelTask")
+			assert.Equal(t, "TASK_STATE_CANCELED", canceled.State)
+
+			s, err := b.Stream(t, cx, "hello", sendOpts{MessageID: "tck-stream-001-" + uuid.NewString()[:8]})
+			noErr(t, err, "SendStreamingMessage")
+			evs := s.All(t)
+			require.NotEmpty(t, evs)
+			requireTaskEvents(t, evs, evs[0].TaskID, true, "TASK_STATE_COMPLETED")
+			assert.Len(t, eventChunks(evs), 1, "one artifact")
 		})
 	}
 }
