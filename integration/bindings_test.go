@@ -88,6 +88,8 @@ type binding interface {
 	GetPush(t testing.TB, cx bCall, taskID, id string) (bPush, *bErr)
 	ListPush(t testing.TB, cx bCall, taskID string) ([]bPush, *bErr)
 	DeletePush(t testing.TB, cx bCall, taskID, id string) *bErr
+	// ExtendedCard returns the extended card's name.
+	ExtendedCard(t testing.TB, cx bCall) (string, *bErr)
 	// dialect is the protocol version (push payloads are in it).
 	dialect() proto
 }
@@ -374,6 +376,19 @@ func (b v1Binding) DeletePush(t testing.TB, cx bCall, taskID, id string) *bErr {
 	return e
 }
 
+func (b v1Binding) ExtendedCard(t testing.TB, cx bCall) (string, *bErr) {
+	t.Helper()
+	raw, e := b.w.unary(t, cx, "GetExtendedAgentCard", map[string]any{})
+	if e != nil {
+		return "", e
+	}
+	var c struct {
+		Name string `json:"name"`
+	}
+	require.NoErrorf(t, json.Unmarshal(raw, &c), "extended card: %s", raw)
+	return c.Name, nil
+}
+
 // ---- the 0.3 dialect of JSON-RPC ----
 
 type v03Binding struct{ w jsonrpcWire }
@@ -512,6 +527,19 @@ func (b v03Binding) DeletePush(t testing.TB, cx bCall, taskID, id string) *bErr 
 	return e
 }
 
+func (b v03Binding) ExtendedCard(t testing.TB, cx bCall) (string, *bErr) {
+	t.Helper()
+	raw, e := b.w.unary(t, cx, "agent/getAuthenticatedExtendedCard", nil)
+	if e != nil {
+		return "", e
+	}
+	var c struct {
+		Name string `json:"name"`
+	}
+	require.NoErrorf(t, json.Unmarshal(raw, &c), "extended card: %s", raw)
+	return c.Name, nil
+}
+
 // ---- the suite ----
 
 // bColumn is one binding as the suite runs it: how it presents the
@@ -633,6 +661,11 @@ var bindingCases = []bCase{
 		require.NotEmpty(t, tk.ContextID)
 		assert.Equal(t, "TASK_STATE_COMPLETED", tk.State)
 		assert.Equal(t, text, tk.Artifacts)
+
+		bare, err := e.b.Send(t, e.alice("echo"), text, sendOpts{History: ptr(0)})
+		noErr(t, err, "send with historyLength 0")
+		assert.Equal(t, 0, bare.History, "configuration.historyLength 0")
+		assert.Equal(t, text, bare.Artifacts)
 
 		tk, err = e.b.Send(t, e.alice("ask"), "hi", sendOpts{})
 		noErr(t, err, "send to ask")
@@ -931,6 +964,12 @@ var bindingCases = []bCase{
 		noErr(t, err, "alice lists")
 		require.Len(t, ours.Tasks, 1)
 		assert.Equal(t, mine.ID, ours.Tasks[0].ID)
+	}},
+
+	{"extended card", true, func(t *testing.T, e *bEnv) {
+		// The mesh configures no extended card.
+		_, err := e.b.ExtendedCard(t, e.alice("echo"))
+		wantErr(t, err, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "GetExtendedAgentCard")
 	}},
 
 	{"tenant isolation", true, func(t *testing.T, e *bEnv) {

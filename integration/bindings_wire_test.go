@@ -336,6 +336,8 @@ func (w restWire) route(t testing.TB, agent, op string, params map[string]any) (
 	case "DeleteTaskPushNotificationConfig":
 		task, id := take("taskId"), take("id")
 		return http.MethodDelete, b + "/tasks/" + task + "/pushNotificationConfigs/" + id + query(), nil
+	case "GetExtendedAgentCard":
+		return http.MethodGet, b + "/extendedAgentCard" + query(), nil
 	}
 	t.Fatalf("no HTTP+JSON route for %s", op)
 	return "", "", nil
@@ -516,6 +518,8 @@ func (w grpcWire) request(t testing.TB, cx bCall, op string, params map[string]a
 		req = &a2apb.ListTaskPushNotificationConfigsRequest{}
 	case "DeleteTaskPushNotificationConfig":
 		req = &a2apb.DeleteTaskPushNotificationConfigRequest{}
+	case "GetExtendedAgentCard":
+		req = &a2apb.GetExtendedAgentCardRequest{}
 	default:
 		t.Fatalf("no gRPC method for %s", op)
 	}
@@ -593,6 +597,8 @@ func (w grpcWire) unary(t testing.TB, cx bCall, op string, params map[string]any
 		resp, err = w.cli.ListTaskPushNotificationConfigs(ctx, r)
 	case *a2apb.DeleteTaskPushNotificationConfigRequest:
 		resp, err = w.cli.DeleteTaskPushNotificationConfig(ctx, r)
+	case *a2apb.GetExtendedAgentCardRequest:
+		resp, err = w.cli.GetExtendedAgentCard(ctx, r)
 	default:
 		t.Fatalf("%s is not a unary gRPC method", op)
 	}
