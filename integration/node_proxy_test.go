@@ -75,7 +75,7 @@ func TestProxyToJSSDKAgents(t *testing.T) {
 			for _, agent := range []string{"ask", "echo"} {
 				p, err := proxy.New(ctx, proxy.Config{URL: base + "/agents/" + agent, Name: tc.name + "-" + agent, Guard: guard, Bus: m.Bus()})
 				require.NoError(t, err)
-				_, version := p.Endpoint()
+				_, _, version := p.Endpoint()
 				assert.Equal(t, tc.version, version)
 				wctx, stop := context.WithCancel(context.Background())
 				done := make(chan struct{})
