@@ -53,6 +53,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// dev's default gRPC listener is off for the processes the examples
+	// start: which of them got the port would vary from run to run.
+	os.Setenv("A2AMESH_GRPC_LISTEN", "off")
 	code := func() int {
 		wd, err := os.Getwd()
 		if err != nil {

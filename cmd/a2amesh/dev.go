@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -24,6 +25,8 @@ func init() {
 func runDev(ctx context.Context, args []string) error {
 	fs := newFlagSet("dev", "", devDesc)
 	ef := addEdgeFlags(fs, "echo")
+	fs.Lookup("grpc-listen").Usage = "serve the A2A gRPC binding (lf.a2a.v1.A2AService, plaintext HTTP/2) at host:port, where the request's tenant names the agent; " +
+		"off: none (env A2AMESH_GRPC_LISTEN; default " + devGRPCListen + ", or none, with a warning, when that port is taken)"
 	data := fs.String("data", envOr("A2AMESH_DATA", ".a2amesh"), "directory for JetStream data (env A2AMESH_DATA)")
 	natsListen := fs.String("nats-listen", envOr("A2AMESH_NATS_LISTEN", ""), "also serve NATS clients at host:port, e.g. 127.0.0.1:4222 (env A2AMESH_NATS_LISTEN)")
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
@@ -37,6 +40,18 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	log := lf.logger()
+	grpcDefault := false
+	if *ef.grpcListen == "" && os.Getenv("A2AMESH_GRPC_LISTEN") == "" && !flagSet(fs, "grpc-listen") {
+		// dev serves every binding: gRPC on devGRPCListen unless told
+		// otherwise (--grpc-listen off).
+		*ef.grpcListen, grpcDefault = devGRPCListen, true
+	}
+	*ef.grpcListen = ef.grpcAddr()
+	if grpcDefault && !portFree(*ef.grpcListen) {
+		log.Warn("gRPC not served: its default address is taken; pass --grpc-listen host:port to serve it elsewhere",
+			"addr", *ef.grpcListen)
+		*ef.grpcListen = ""
+	}
 	ecfg, err := ef.config(log, metrics.New)
 	if err != nil {
 		return err
@@ -63,12 +78,39 @@ func runDev(ctx context.Context, args []string) error {
 	if !lf.json() {
 		// For people: the addresses to try. A JSON log has them in the
 		// record above and nothing else on stderr.
-		fmt.Fprintf(os.Stderr, "\n  a2amesh is ready: %s\n  mesh card: %s/.well-known/agent-card.json\n  agents:    %s/agents\n\n", m.URL(), m.URL(), m.URL())
+		fmt.Fprintf(os.Stderr, "\n  a2amesh is ready: %s\n  mesh card: %s/.well-known/agent-card.json\n  agents:    %s/agents\n", m.URL(), m.URL(), m.URL())
+		if a := m.GRPCAddr(); a != "" {
+			fmt.Fprintf(os.Stderr, "  gRPC:      %s (A2AService; name the agent in tenant)\n", a)
+		}
+		fmt.Fprintln(os.Stderr)
 	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	m.Close()
 	return nil
+}
+
+// devGRPCListen is where dev serves the gRPC binding unless --grpc-listen
+// says otherwise. When it is taken (another dev, another service), dev
+// runs without gRPC and says so; an address given with --grpc-listen must
+// be free.
+var devGRPCListen = "127.0.0.1:9090" // a var for tests
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// portFree reports whether addr can be listened on now.
+func portFree(addr string) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = ln.Close()
+	return true
 }
 
 func envDuration(key string, def time.Duration) time.Duration {

@@ -70,7 +70,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 	return &edgeFlags{
 		listen:        fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)"),
 		publicURL:     fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)"),
-		grpcListen:    fs.String("grpc-listen", envOr("A2AMESH_GRPC_LISTEN", ""), "also serve the A2A gRPC binding (lf.a2a.v1.A2AService, plaintext HTTP/2) at host:port, where the request's tenant names the agent; auth, rate limit and the body limit apply as over HTTP (env A2AMESH_GRPC_LISTEN; default: off)"),
+		grpcListen:    fs.String("grpc-listen", envOr("A2AMESH_GRPC_LISTEN", ""), "also serve the A2A gRPC binding (lf.a2a.v1.A2AService, plaintext HTTP/2) at host:port, where the request's tenant names the agent; auth, rate limit and the body limit apply as over HTTP; off: none (env A2AMESH_GRPC_LISTEN; default: off)"),
 		publicGRPCURL: fs.String("public-grpc-url", envOr("A2AMESH_PUBLIC_GRPC_URL", ""), "host:port cards advertise for the gRPC binding (env A2AMESH_PUBLIC_GRPC_URL; default: the --grpc-listen address, an unspecified host such as 0.0.0.0 replaced by the host of the card request)"),
 		defaultAgent:  fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), defaultHelp),
 		cors:          fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)"),
@@ -89,6 +89,14 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
 		metrics:         fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
+}
+
+// grpcAddr is the address --grpc-listen asks for ("" or "off": none).
+func (f *edgeFlags) grpcAddr() string {
+	if a := strings.TrimSpace(*f.grpcListen); a != "off" {
+		return a
+	}
+	return ""
 }
 
 // config returns the edge configuration the flags describe (Bus, Registry
@@ -110,7 +118,7 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	if *f.cors != "" {
 		c.CORSOrigins = strings.Split(*f.cors, ",")
 	}
-	if *f.grpcListen == "" {
+	if f.grpcAddr() == "" {
 		c.GRPCURL = "" // no gRPC listener: cards offer none
 	}
 	if *f.rateLimit < 0 || *f.rateBurst < 0 {

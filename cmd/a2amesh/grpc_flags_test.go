@@ -116,3 +116,61 @@ func TestEdgeGRPCListen(t *testing.T) {
 		t.Fatal("edge did not stop")
 	}
 }
+
+// dev serves gRPC without being asked, at its default address; when that
+// is taken it runs without gRPC (its card offers none), and --grpc-listen
+// off turns it off.
+func TestDevGRPCDefault(t *testing.T) {
+	t.Setenv("A2AMESH_GRPC_LISTEN", "") // TestMain turns it off for the other tests
+	def := freeAddr(t)
+	old := devGRPCListen
+	devGRPCListen = def
+	t.Cleanup(func() { devGRPCListen = old })
+
+	// run starts dev with args, returns the gRPC URL its card lists, and
+	// stops it.
+	run := func(t *testing.T, args ...string) string {
+		httpAddr := freeAddr(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- runDev(ctx, append([]string{"--listen", httpAddr, "--data", t.TempDir(),
+				"--log-level", "error", "--metrics=false", "--push=false"}, args...))
+		}()
+		var got string
+		require.True(t, natstest.Eventually(ctx, 30*time.Second, func() bool {
+			resp, err := http.Get("http://" + httpAddr + "/.well-known/agent-card.json")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return false
+			}
+			got = cardGRPC(t, "http://"+httpAddr)
+			return true
+		}), "dev serves its card")
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("dev did not stop")
+		}
+		return got
+	}
+
+	t.Run("default", func(t *testing.T) {
+		require.Equal(t, def, run(t))
+	})
+	t.Run("off", func(t *testing.T) {
+		require.Empty(t, run(t, "--grpc-listen", "off"))
+	})
+	t.Run("taken", func(t *testing.T) {
+		ln, err := net.Listen("tcp", def)
+		require.NoError(t, err)
+		defer ln.Close()
+		require.Empty(t, run(t), "no gRPC in the card when the default port is taken")
+	})
+}

@@ -396,8 +396,8 @@ func runEdge(ctx context.Context, args []string) error {
 		gserved  chan struct{} // closed when gsrv.Serve returns (nil: no gRPC)
 		gserveEr error
 	)
-	if *ef.grpcListen != "" {
-		gln, err := net.Listen("tcp", *ef.grpcListen)
+	if ef.grpcAddr() != "" {
+		gln, err := net.Listen("tcp", ef.grpcAddr())
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("edge: grpc listen: %w", err)
