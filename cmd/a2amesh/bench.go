@@ -56,7 +56,14 @@ func runBench(ctx context.Context, args []string) error {
 	push := fs.Bool("push", true, "run the dev mesh with push delivery on, as the dev command does (--push=false: off)")
 	otlpSink := fs.Bool("otlp-sink", false, "trace the dev mesh, exporting over OTLP/HTTP to a receiver on loopback that counts and drops the spans (the cost of tracing, without a Jaeger)")
 	method := fs.String("method", bench.MethodSend03, `JSON-RPC method: "message/send" (0.3 body) or "SendMessage" (1.0 body); both servers get the same`)
+	bindingsFlag := fs.String("binding", bench.BindingJSONRPC, `comma-separated bindings to load, each against a2a-go's server for the same binding:`+
+		"\n"+`"jsonrpc", "rest" (HTTP+JSON), "grpc", or "all"; rest and grpc send 1.0 SendMessage`)
+	grpcURL := fs.String("grpc-url", "", "with --url and --binding grpc: the mesh's gRPC address (host:port)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	bindings, err := parseBindings(*bindingsFlag)
+	if err != nil {
 		return err
 	}
 	if *url == "" {
@@ -107,28 +114,76 @@ func runBench(ctx context.Context, args []string) error {
 		defer stopTracing()
 		// As `dev` runs by default: push delivery on (its dispatcher reads
 		// every event), no auth, no rate limit.
-		m, err := mesh.Start(ctx, mesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger,
+		m, err := mesh.Start(ctx, mesh.Config{Listen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir, Logger: logger,
 			Edge: edge.Config{Push: edge.PushConfig{Enabled: *push}}})
 		if err != nil {
 			return fmt.Errorf("starting dev mesh: %w", err)
 		}
 		defer m.Close()
 		meshURL = strings.TrimSuffix(m.URL(), "/")
+		*grpcURL = m.GRPCAddr()
 	}
 	meshEndpoint := meshURL
 	if !strings.Contains(meshURL, "/agents/") {
 		meshEndpoint = meshURL + "/agents/echo"
 	}
-
-	goURL, stopGo, err := a2agoecho.Start(ctx)
-	if err != nil {
-		return fmt.Errorf("starting a2a-go echo server: %w", err)
+	for i, b := range bindings {
+		if i > 0 {
+			fmt.Println()
+		}
+		target := benchTarget{binding: b, mesh: meshEndpoint, method: *method}
+		if b != bench.BindingJSONRPC {
+			target.method = bench.MethodSend10
+		}
+		if b == bench.BindingGRPC {
+			if *grpcURL == "" {
+				return errors.New("--binding grpc with --url needs --grpc-url (the mesh's gRPC host:port)")
+			}
+			target.mesh, target.tenant = *grpcURL, "echo"
+		}
+		if err := benchBinding(ctx, target, levels, *duration, *warmup); err != nil {
+			return err
+		}
 	}
-	defer stopGo()
-	goEndpoint := bench.A2AGoEndpoint(goURL, *method)
+	return nil
+}
 
-	fmt.Printf("bench: %s, %v per level (+%v warmup)\n  mesh:   %s\n  a2a-go: %s\n",
-		*method, *duration, *warmup, meshEndpoint, goEndpoint)
+// benchTarget is what one binding's run loads: the mesh's endpoint for
+// the binding (and the tenant that names echo there), and the method.
+type benchTarget struct {
+	binding, mesh, tenant, method string
+}
+
+// goBinding is a2agoecho's name of a bench binding.
+var goBinding = map[string]string{
+	bench.BindingJSONRPC: "JSONRPC",
+	bench.BindingREST:    "HTTP+JSON",
+	bench.BindingGRPC:    "GRPC",
+}
+
+// benchBinding loads the mesh and a2a-go's server for the same binding at
+// each level, alternately, and prints a table and the ratio at the top
+// level.
+func benchBinding(ctx context.Context, t benchTarget, levels []int, duration, warmup time.Duration) error {
+	var goEndpoint string
+	if t.binding == bench.BindingJSONRPC {
+		goURL, stopGo, err := a2agoecho.Start(ctx)
+		if err != nil {
+			return fmt.Errorf("starting a2a-go echo server: %w", err)
+		}
+		defer stopGo()
+		goEndpoint = bench.A2AGoEndpoint(goURL, t.method)
+	} else {
+		srv, err := a2agoecho.StartBinding(ctx, a2agoecho.Options{Binding: goBinding[t.binding]})
+		if err != nil {
+			return fmt.Errorf("starting a2a-go echo server: %w", err)
+		}
+		defer srv.Stop()
+		goEndpoint = srv.Endpoint
+	}
+
+	fmt.Printf("bench %s: %s, %v per level (+%v warmup)\n  mesh:   %s\n  a2a-go: %s\n",
+		t.binding, t.method, duration, warmup, t.mesh, goEndpoint)
 
 	type row struct {
 		clients     int
@@ -140,23 +195,24 @@ func runBench(ctx context.Context, args []string) error {
 		r := row{clients: n}
 		// Alternate which server goes first so slow drift (thermal,
 		// GC of the previous run) does not always favour the same one.
-		runOne := func(endpoint string) (bench.Result, error) {
+		runOne := func(endpoint, tenant string) (bench.Result, error) {
 			return bench.Run(ctx, bench.Options{
-				URL: endpoint, Concurrency: n, Duration: *duration, Warmup: *warmup, Method: *method,
+				URL: endpoint, Concurrency: n, Duration: duration, Warmup: warmup, Method: t.method,
+				Binding: t.binding, Tenant: tenant,
 			})
 		}
 		if len(rows)%2 == 0 {
-			r.mesh, r.meshE = runOne(meshEndpoint)
-			r.a2ago, r.a2aE = runOne(goEndpoint)
+			r.mesh, r.meshE = runOne(t.mesh, t.tenant)
+			r.a2ago, r.a2aE = runOne(goEndpoint, "")
 		} else {
-			r.a2ago, r.a2aE = runOne(goEndpoint)
-			r.mesh, r.meshE = runOne(meshEndpoint)
+			r.a2ago, r.a2aE = runOne(goEndpoint, "")
+			r.mesh, r.meshE = runOne(t.mesh, t.tenant)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if r.meshE != nil || r.a2aE != nil {
-			return fmt.Errorf("at %d clients: %w", n, errors.Join(r.meshE, r.a2aE))
+			return fmt.Errorf("%s at %d clients: %w", t.binding, n, errors.Join(r.meshE, r.a2aE))
 		}
 		reportErrors(os.Stderr, "mesh", n, r.mesh)
 		reportErrors(os.Stderr, "a2a-go", n, r.a2ago)
@@ -185,8 +241,36 @@ func runBench(ctx context.Context, args []string) error {
 	if top.a2ago.Throughput > 0 {
 		ratio = fmt.Sprintf("%.2fx", top.mesh.Throughput/top.a2ago.Throughput)
 	}
-	fmt.Printf("ratio mesh/a2a-go at %d clients: %s\n", top.clients, ratio)
+	fmt.Printf("ratio mesh/a2a-go (%s) at %d clients: %s\n", t.binding, top.clients, ratio)
 	return nil
+}
+
+// parseBindings reads --binding: names of bench bindings, or "all".
+func parseBindings(s string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		switch f {
+		case "":
+			continue
+		case "all":
+			return []string{bench.BindingJSONRPC, bench.BindingREST, bench.BindingGRPC}, nil
+		case "http+json":
+			f = bench.BindingREST
+		case bench.BindingJSONRPC, bench.BindingREST, bench.BindingGRPC:
+		default:
+			return nil, fmt.Errorf("--binding: %q is not jsonrpc, rest, grpc or all", f)
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--binding: no binding given")
+	}
+	return out, nil
 }
 
 // parseLevels reads "1,16,64" into distinct positive levels, in order.

@@ -262,3 +262,58 @@ func BenchmarkA2AGoEcho(b *testing.B) {
 		})
 	}
 }
+
+// The generator loads a2a-go's server over HTTP+JSON and gRPC too, each
+// reply checked; a server that answers something else (the binding's
+// errors, a reply of another shape) is counted as errors, not tasks.
+func TestRunBindings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ binding, goBinding string }{
+		{BindingREST, "HTTP+JSON"},
+		{BindingGRPC, "GRPC"},
+	} {
+		t.Run(tc.binding, func(t *testing.T) {
+			srv, err := a2agoecho.StartBinding(ctx, a2agoecho.Options{Binding: tc.goBinding})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop()
+			res, err := Run(ctx, Options{URL: srv.Endpoint, Binding: tc.binding, Concurrency: 4, Duration: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Errors != 0 || res.Tasks == 0 {
+				t.Fatalf("%v; errors: %v", res, res.ErrorSummary())
+			}
+		})
+	}
+	// A REST load at a JSON-RPC endpoint is all errors.
+	url, stop, err := a2agoecho.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	res, err := Run(ctx, Options{URL: url, Binding: BindingREST, Concurrency: 1, Duration: 100 * time.Millisecond, MaxRequests: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks != 0 || res.Errors == 0 {
+		t.Fatalf("REST at a JSON-RPC server: %v", res)
+	}
+	// A gRPC load at an HTTP/1 server is all errors too.
+	res, err = Run(ctx, Options{URL: strings.TrimPrefix(url, "http://"), Binding: BindingGRPC, Concurrency: 1,
+		Duration: 100 * time.Millisecond, MaxRequests: 3, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks != 0 || res.Errors == 0 {
+		t.Fatalf("gRPC at an HTTP/1 server: %v", res)
+	}
+	if _, err := Run(ctx, Options{URL: url, Binding: "soap"}); err == nil {
+		t.Fatal("an unknown binding is refused")
+	}
+	if _, err := Run(ctx, Options{URL: url, Binding: BindingGRPC, Method: MethodSend03}); err == nil {
+		t.Fatal("gRPC with the 0.3 method is refused")
+	}
+}
