@@ -328,4 +328,8 @@ func TestUnknownBindingAndV03(t *testing.T) {
 		assert.ErrorIs(t, err, ErrUnsupported)
 		assert.NoError(t, c.Close())
 	}
+	g := New("127.0.0.1:1", WithBinding(a2a.BindingGRPC))
+	_, err := g.Card(ctx)
+	assert.ErrorIs(t, err, ErrUnsupported, "a gRPC address has no card URL")
+	assert.NoError(t, g.Close())
 }

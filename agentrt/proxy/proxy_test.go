@@ -558,17 +558,26 @@ func (r *recorder) artifacts() int {
 // again.
 func TestProxyRerunFollowsUpstreamTask(t *testing.T) {
 	m := meshtest.Start(t)
-	for _, streaming := range []bool{true, false} {
-		name := map[bool]string{true: "stream", false: "send"}[streaming]
+	for _, tc := range []struct {
+		binding   string
+		streaming bool
+	}{
+		{a2a.BindingJSONRPC, true}, {a2a.BindingJSONRPC, false},
+		{a2a.BindingHTTPJSON, true}, {a2a.BindingHTTPJSON, false},
+		{a2a.BindingGRPC, true}, {a2a.BindingGRPC, false},
+	} {
+		streaming := tc.streaming
+		name := map[bool]string{true: "stream", false: "send"}[streaming] + "-" + bindingName(tc.binding)
 		t.Run(name, func(t *testing.T) {
 			exec := &turnsExecutor{block: make(chan struct{})}
-			up := startUpstream(t, exec, upstreamOpts{version: "1.0", streaming: streaming})
+			up := startUpstream(t, exec, upstreamOpts{version: "1.0", binding: tc.binding, streaming: streaming})
 			guard, err := ssrf.New([]string{"127.0.0.1"})
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "rerun-" + name, Guard: guard, Bus: m.Bus()})
 			require.NoError(t, err)
+			defer p.Close()
 			msg := client.TextMessage("again")
 			req := &agentrt.Request{TaskID: "task-rerun-" + name, ContextID: "ctx-rerun-" + name, Message: *msg, Attempt: 1}
 
