@@ -16,8 +16,8 @@ import (
 )
 
 // meshClients returns, for each way the mesh's edge offers an agent, a
-// client of it: JSON-RPC and gRPC picked from the agent's card, HTTP+JSON
-// under the agent's path and by tenant at the edge's root.
+// client of it: each binding picked from the agent's card, and HTTP+JSON
+// by tenant at the edge's root.
 func meshClients(t *testing.T, m *meshtest.Mesh, agent string) map[string]*Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -25,10 +25,9 @@ func meshClients(t *testing.T, m *meshtest.Mesh, agent string) map[string]*Clien
 	card, err := Card(ctx, CardURL(m.URL+"/agents/"+agent))
 	require.NoError(t, err)
 	out := map[string]*Client{
-		a2a.BindingHTTPJSON: New(m.URL+"/agents/"+agent, WithBinding(a2a.BindingHTTPJSON)),
-		"HTTP+JSON tenant":  New(m.URL, WithBinding(a2a.BindingHTTPJSON), WithTenant(agent)),
+		"HTTP+JSON tenant": New(m.URL, WithBinding(a2a.BindingHTTPJSON), WithTenant(agent)),
 	}
-	for _, b := range []string{a2a.BindingJSONRPC, a2a.BindingGRPC} {
+	for _, b := range []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON, a2a.BindingGRPC} {
 		c, err := FromCard(card, []string{b})
 		require.NoError(t, err, b)
 		require.Equal(t, b, c.Binding())
@@ -36,6 +35,7 @@ func meshClients(t *testing.T, m *meshtest.Mesh, agent string) map[string]*Clien
 		out[b] = c
 	}
 	require.Equal(t, m.GRPCAddr(), out[a2a.BindingGRPC].URL())
+	require.Equal(t, m.URL+"/agents/"+agent, out[a2a.BindingHTTPJSON].URL())
 	return out
 }
 
