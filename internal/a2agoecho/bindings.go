@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -46,13 +45,8 @@ type Server struct {
 	// JSON-RPC, URL+RESTPath for HTTP+JSON, and host:port of a listener
 	// of its own for gRPC.
 	Endpoint string
-	requests atomic.Int64
 	stop     func()
 }
-
-// Requests is how many requests the server received: HTTP requests (cards
-// included) and gRPC calls.
-func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Stop shuts the server down, waiting up to 5s for calls in flight; it is
 // safe to call more than once.
@@ -97,15 +91,7 @@ func StartBinding(ctx context.Context, o Options) (*Server, error) {
 			return nil, fmt.Errorf("a2agoecho: listen: %w", err)
 		}
 		s.Endpoint = gln.Addr().String()
-		count := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			s.requests.Add(1)
-			return h(ctx, req)
-		}
-		countStream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			s.requests.Add(1)
-			return h(srv, ss)
-		}
-		gsrv = grpc.NewServer(grpc.UnaryInterceptor(count), grpc.StreamInterceptor(countStream))
+		gsrv = grpc.NewServer()
 		a2agrpc.NewHandler(handler).RegisterWith(gsrv)
 	default:
 		_ = ln.Close()
@@ -128,10 +114,7 @@ func StartBinding(ctx context.Context, o Options) (*Server, error) {
 	mux.Handle("GET /.well-known/agent-card.json", a2asrv.NewStaticAgentCardHandler(card))
 
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.requests.Add(1)
-			mux.ServeHTTP(w, r)
-		}),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
