@@ -604,6 +604,7 @@ func runWorker(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
+		defer p.Close() // a gRPC upstream's connection
 		a, *name = p, p.Name()
 		if *cardRefresh > 0 {
 			wg.Add(1)
