@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -310,6 +311,17 @@ func gosdkBindingFlows(t *testing.T, e *gosdkBindingEnv, rcv *receiver) {
 		done, err := client.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: ctxID, Status: a2a.TaskStateWorking})
 		require.NoError(t, err)
 		require.Empty(t, done.Tasks, "status filter")
+		// The SDK's HTTP+JSON client sends StatusTimestampAfter as
+		// lastUpdatedAfter, not statusTimestampAfter (§11.5); the edge
+		// reads both.
+		later := time.Now().Add(time.Hour)
+		after, err := client.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: ctxID, StatusTimestampAfter: &later})
+		require.NoError(t, err)
+		require.Empty(t, after.Tasks, "statusTimestampAfter filter")
+		earlier := time.Now().Add(-time.Hour)
+		after, err = client.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: ctxID, StatusTimestampAfter: &earlier})
+		require.NoError(t, err)
+		require.Len(t, after.Tasks, 3, "statusTimestampAfter filter")
 	})
 
 	t.Run("SendStreamingMessage/slow", func(t *testing.T) {
