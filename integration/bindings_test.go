@@ -63,7 +63,8 @@ type sendOpts struct {
 	NonBlocking       bool
 	TaskID, ContextID string
 	History           *int
-	NoParts           bool // a message without parts (invalid)
+	NoParts           bool   // a message without parts (invalid)
+	Push              *bPush // a push config in the send's configuration
 }
 
 type listQ struct {
@@ -215,6 +216,9 @@ func (b v1Binding) sendParams(text string, o sendOpts) map[string]any {
 	}
 	if o.History != nil {
 		cfg["historyLength"] = *o.History
+	}
+	if o.Push != nil {
+		cfg["taskPushNotificationConfig"] = map[string]any{"id": o.Push.ID, "url": o.Push.URL, "token": o.Push.Token}
 	}
 	if len(cfg) == 0 {
 		cfg = nil
@@ -410,6 +414,9 @@ func (b v03Binding) sendParams(text string, o sendOpts) map[string]any {
 	if o.History != nil {
 		cfg["historyLength"] = *o.History
 	}
+	if o.Push != nil {
+		cfg["pushNotificationConfig"] = map[string]any{"id": o.Push.ID, "url": o.Push.URL, "token": o.Push.Token}
+	}
 	if len(cfg) == 0 {
 		cfg = nil
 	}
@@ -600,6 +607,24 @@ func (e *bEnv) waitState(t testing.TB, cx bCall, id, state string) bTask {
 	}
 	t.Fatalf("task %s still %s after %s, want %s", id, tk.State, rawPollTimeout, state)
 	return tk
+}
+
+// tasksIn returns the ids of the caller's tasks in contextID: through
+// ListTasks in 1.0; 0.3 has no ListTasks, so there through the 1.0
+// JSON-RPC method on the same endpoint.
+func (e *bEnv) tasksIn(t testing.TB, cx bCall, contextID string) []string {
+	t.Helper()
+	b := e.b
+	if b.dialect().name == v03.name {
+		b = v1Binding{w: jsonrpcWire{m: e.m}}
+	}
+	l, err := b.List(t, cx, listQ{ContextID: contextID})
+	noErr(t, err, "list")
+	var ids []string
+	for _, tk := range l.Tasks {
+		ids = append(ids, tk.ID)
+	}
+	return ids
 }
 
 // eventChunks returns the artifact chunk texts of events, in order.
@@ -964,6 +989,94 @@ var bindingCases = []bCase{
 		noErr(t, err, "alice lists")
 		require.Len(t, ours.Tasks, 1)
 		assert.Equal(t, mine.ID, ours.Tasks[0].ID)
+	}},
+
+	{"list refuses bad paging", false, func(t *testing.T, e *bEnv) {
+		cx := e.alice("echo")
+		for what, q := range map[string]listQ{
+			"pageSize 101":        {PageSize: ptr(101)},
+			"a made-up pageToken": {PageToken: "not-a-token"},
+			"historyLength -1":    {History: ptr(-1)},
+		} {
+			_, err := e.b.List(t, cx, q)
+			wantErr(t, err, "INVALID_PARAMS", what)
+		}
+	}},
+
+	{"stream multi-turn", true, func(t *testing.T, e *bEnv) {
+		cx := e.alice("ask")
+		s, err := e.b.Stream(t, cx, "hi", sendOpts{})
+		noErr(t, err, "turn 1")
+		first := s.All(t)
+		require.NotEmpty(t, first)
+		requireTaskEvents(t, first, first[0].TaskID, true, "TASK_STATE_INPUT_REQUIRED")
+		assert.Contains(t, first[len(first)-1].Text, agents.Question, "the stream closes at input-required with the question")
+		taskID, ctxID := first[0].TaskID, first[0].Task.ContextID
+		s, err = e.b.Stream(t, cx, "Grace", sendOpts{TaskID: taskID, ContextID: ctxID})
+		noErr(t, err, "turn 2")
+		second := s.All(t)
+		requireTaskEvents(t, second, taskID, true, "TASK_STATE_COMPLETED")
+		assert.Contains(t, strings.Join(eventChunks(second), ""), "Hello, Grace!")
+	}},
+
+	{"cancel ends the stream", true, func(t *testing.T, e *bEnv) {
+		cx := e.alice("slow")
+		s, err := e.b.Stream(t, cx, "chunks=100 delay=100ms", sendOpts{})
+		noErr(t, err, "stream")
+		head, ok := s.Next(t)
+		require.True(t, ok)
+		require.Equal(t, "task", head.Kind)
+		canceled, err := e.b.Cancel(t, cx, head.TaskID)
+		noErr(t, err, "cancel")
+		assert.Equal(t, "TASK_STATE_CANCELED", canceled.State)
+		rest := s.All(t)
+		requireTaskEvents(t, append([]bEvent{head}, rest...), head.TaskID, true, "TASK_STATE_CANCELED")
+	}},
+
+	{"resume by repeating the streaming send", true, func(t *testing.T, e *bEnv) {
+		cx := e.alice("slow")
+		o := sendOpts{MessageID: "again-" + uuid.NewString(), ContextID: uuid.NewString()}
+		s, err := e.b.Stream(t, cx, "chunks=5 delay=60ms", o)
+		noErr(t, err, "stream")
+		var seen []bEvent
+		for len(seen) < 3 {
+			ev, ok := s.Next(t)
+			require.True(t, ok, "the stream ended early")
+			seen = append(seen, ev)
+		}
+		s.Close()
+		last := seen[len(seen)-1].ID
+		require.NotEmptyf(t, last, "%s gives stream events no id to resume after", e.col.name)
+		s, err = e.b.Stream(t, cx.with("Last-Event-ID", last), "chunks=5 delay=60ms", o)
+		noErr(t, err, "the same send again, after "+last)
+		rest := s.All(t)
+		require.NotEmpty(t, rest)
+		assert.NotEqual(t, "task", rest[0].Kind, "it resumes after Last-Event-ID")
+		all := append(append([]bEvent{}, seen...), rest...)
+		requireTaskEvents(t, all, seen[0].TaskID, true, "TASK_STATE_COMPLETED")
+		assert.Equal(t, wantChunks(5), eventChunks(all))
+		assert.Equal(t, 1, len(e.tasksIn(t, cx, o.ContextID)), "the repeated send made no second task")
+	}},
+
+	{"push config in the send", true, func(t *testing.T, e *bEnv) {
+		cx := e.alice("slow")
+		path := "/" + url.PathEscape(e.col.name) + "/inline-" + uuid.NewString()
+		p := &bPush{ID: "inline", URL: e.rcv.URL + path, Token: "tok-inline"}
+		tk, err := e.b.Send(t, cx, "chunks=2 delay=50ms", sendOpts{NonBlocking: true, Push: p})
+		noErr(t, err, "send with a push config")
+		hit := e.rcv.waitState(t, e.b.dialect(), path, tk.ID, e.b.dialect().completed)
+		assert.Equal(t, "tok-inline", hit.Header.Get("X-A2A-Notification-Token"))
+		got, err := e.b.GetPush(t, cx, tk.ID, "inline")
+		noErr(t, err, "get the send's config")
+		assert.Equal(t, p.URL, got.URL)
+
+		// A receiver the edge does not trust is refused, in the send and
+		// through the config methods.
+		untrusted := bPush{ID: "x", URL: "http://198.51.100.7/hook", TaskID: tk.ID}
+		_, err = e.b.Send(t, cx, "x", sendOpts{Push: &untrusted})
+		wantErr(t, err, "INVALID_PARAMS", "a send with an untrusted receiver")
+		_, err = e.b.CreatePush(t, cx, untrusted)
+		wantErr(t, err, "INVALID_PARAMS", "a config with an untrusted receiver")
 	}},
 
 	{"extended card", true, func(t *testing.T, e *bEnv) {
