@@ -60,9 +60,12 @@ type restRoute struct {
 }
 
 // allows reports whether the route takes the HTTP method m (HEAD with
-// GET).
+// GET, except on a stream, which a HEAD would hold open with no body).
 func (rt *restRoute) allows(m string) bool {
 	if m == http.MethodHead {
+		if rt.op.Streaming() {
+			return false
+		}
 		m = http.MethodGet
 	}
 	for _, a := range rt.allow {

@@ -68,7 +68,10 @@ func TestParseRESTPath(t *testing.T) {
 	rt.forMethod("DELETE")
 	assert.Equal(t, "DeleteTaskPushNotificationConfig", rt.method)
 	rt, _ = parseRESTPath("/tasks/t:subscribe")
-	assert.True(t, rt.allows("GET") && rt.allows("POST") && rt.allows("HEAD") && !rt.allows("PUT"))
+	assert.True(t, rt.allows("GET") && rt.allows("POST") && !rt.allows("PUT"))
+	assert.False(t, rt.allows("HEAD"), "a HEAD would hold a stream open")
+	rt, _ = parseRESTPath("/tasks/t")
+	assert.True(t, rt.allows("HEAD"))
 }
 
 func TestRESTMediaType(t *testing.T) {
