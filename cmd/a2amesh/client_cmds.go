@@ -1,8 +1,9 @@
 package main
 
 // The client subcommands: card, send, stream, get, cancel. They talk A2A
-// 1.0 JSON-RPC to one agent through package client; output formatting lives
-// in client_print.go.
+// 1.0 to one agent through package client, over JSON-RPC or, with
+// --binding, over the HTTP+JSON or gRPC interface the agent's card lists;
+// output formatting lives in client_print.go.
 
 import (
 	"context"
@@ -27,6 +28,7 @@ const (
 	defaultAgent = "echo"
 	urlEnv       = "A2AMESH_URL"
 	apiKeyEnv    = "A2AMESH_API_KEY"
+	bindingEnv   = "A2AMESH_BINDING"
 	maxStdinText = 1 << 20
 )
 
@@ -61,6 +63,7 @@ type commonFlags struct {
 	agent    string
 	json     bool
 	apiKey   string
+	binding  string
 	agentSet bool
 	urlSet   bool // --url given on the command line (not from the environment)
 	keySet   bool // --api-key given on the command line
@@ -79,7 +82,41 @@ func newFlags(name, args, desc, agentDefault, agentHelp string) *commonFlags {
 	f.fs.BoolVar(&f.json, "json", false, "print the JSON the mesh answered instead of text")
 	f.fs.StringVar(&f.apiKey, "api-key", "",
 		"API key sent in the "+edge.APIKeyHeader+" header of every request, for a mesh with auth on\n(env "+apiKeyEnv+"; default: none)")
+	f.fs.StringVar(&f.binding, "binding", envOr(bindingEnv, "jsonrpc"),
+		"jsonrpc, rest (HTTP+JSON) or grpc: rest and grpc call the interface of that binding the\nagent's card lists (env "+bindingEnv+")")
 	return f
+}
+
+// newClient returns the client of a call on endpoint (a JSON-RPC endpoint:
+// an agent's, or the mesh's /a2a): over JSON-RPC, or over the interface of
+// --binding that the card of endpoint's agent (the mesh card for /a2a)
+// lists, with that interface's URL and tenant.
+func (f *commonFlags) newClient(ctx context.Context, endpoint string) (*client.Client, error) {
+	var want string
+	switch strings.ToLower(strings.TrimSpace(f.binding)) {
+	case "", "jsonrpc", "json-rpc":
+		return client.New(endpoint, f.clientOptions()...), nil
+	case "rest", "http+json", "http":
+		want = a2a.BindingHTTPJSON
+	case "grpc":
+		want = a2a.BindingGRPC
+	default: // parse refused it already
+		return nil, fmt.Errorf("--binding %q: want jsonrpc, rest or grpc", f.binding)
+	}
+	cardAt := client.CardURL(strings.TrimSuffix(strings.TrimSuffix(endpoint, "/"), "/a2a"))
+	card, err := client.Card(ctx, cardAt, f.clientOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the card that lists the %s interface: %w", want, err)
+	}
+	cl, err := client.FromCard(card, []string{want}, f.clientOptions()...)
+	if err == nil && cl.Binding() != want {
+		_ = cl.Close()
+		err = client.ErrNoInterface
+	}
+	if errors.Is(err, client.ErrNoInterface) {
+		err = fmt.Errorf("the card at %s lists no %s interface (an edge serves gRPC only with --grpc-listen)", cardAt, want)
+	}
+	return cl, err
 }
 
 // parse parses args, allowing flags after positional arguments ("--" ends
@@ -120,6 +157,11 @@ func (c *cli) parse(f *commonFlags, args []string) (pos []string, done bool, err
 	})
 	if !f.keySet {
 		f.apiKey = os.Getenv(apiKeyEnv)
+	}
+	switch strings.ToLower(strings.TrimSpace(f.binding)) {
+	case "", "jsonrpc", "json-rpc", "rest", "http+json", "http", "grpc":
+	default:
+		return nil, false, c.usageErr(f, "--binding %q: want jsonrpc, rest or grpc", f.binding)
 	}
 	f.apiKey = strings.TrimSpace(f.apiKey)
 	return pos, false, nil
@@ -392,7 +434,12 @@ func cliSend(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.New(endpoint, f.clientOptions()...).Send(ctx, f.request(text))
+	cl, err := f.newClient(ctx, endpoint)
+	if err != nil {
+		return explain(ctx, err, endpoint, f.commonFlags)
+	}
+	defer cl.Close()
+	res, err := cl.Send(ctx, f.request(text))
 	if err != nil {
 		return explain(ctx, err, endpoint, f.commonFlags)
 	}
@@ -435,6 +482,9 @@ func (f *commonFlags) again(name string, rest ...string) string {
 	}
 	if f.keySet {
 		parts = append(parts, "--api-key", "KEY")
+	}
+	if b := strings.TrimSpace(f.binding); b != envOr(bindingEnv, "jsonrpc") {
+		parts = append(parts, "--binding", shellQuote(b))
 	}
 	for _, r := range rest {
 		if r != "TEXT..." {
@@ -493,7 +543,11 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl := client.New(endpoint, f.clientOptions()...)
+	cl, err := f.newClient(ctx, endpoint)
+	if err != nil {
+		return explain(ctx, err, endpoint, f.commonFlags)
+	}
+	defer cl.Close()
 	var s *client.Stream
 	if len(pos) == 0 {
 		s, err = cl.Subscribe(ctx, f.taskID, f.lastEventID)
@@ -571,7 +625,12 @@ func cliGet(c *cli, ctx context.Context, args []string) error {
 	if *history >= 0 {
 		hl = history
 	}
-	t, err := client.New(endpoint, f.clientOptions()...).GetTask(ctx, pos[0], hl)
+	cl, err := f.newClient(ctx, endpoint)
+	if err != nil {
+		return explain(ctx, err, endpoint, f)
+	}
+	defer cl.Close()
+	t, err := cl.GetTask(ctx, pos[0], hl)
 	if err != nil {
 		return explain(ctx, err, endpoint, f)
 	}
@@ -598,7 +657,12 @@ func cliCancel(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.New(endpoint, f.clientOptions()...).Cancel(ctx, pos[0])
+	cl, err := f.newClient(ctx, endpoint)
+	if err != nil {
+		return explain(ctx, err, endpoint, f)
+	}
+	defer cl.Close()
+	t, err := cl.Cancel(ctx, pos[0])
 	if err != nil {
 		return explain(ctx, err, endpoint, f)
 	}
