@@ -377,6 +377,14 @@ func TestRESTStreamAndSubscribe(t *testing.T) {
 	require.NotNil(t, got[0].event(t).Task)
 	assert.Equal(t, a2a.StateCompleted, got[0].event(t).Task.Status.State)
 
+	// At the root, the default agent streams.
+	root := m.restStream(t, http.MethodPost, "/message:stream", map[string]any{"message": userMsg("hello", "")}, nil, 10*time.Second)
+	require.GreaterOrEqual(t, len(root), 2)
+	require.NotNil(t, root[0].event(t).Task)
+	rootEnd := root[len(root)-1].event(t)
+	require.NotNil(t, rootEnd.StatusUpdate, "%s", root[len(root)-1].Data)
+	assert.Equal(t, a2a.StateCompleted, rootEnd.StatusUpdate.Status.State)
+
 	// Errors before the stream: an HTTP error with a JSON body, not SSE.
 	// Accept: text/event-stream names no JSON type: plain JSON.
 	sse := map[string]string{"Accept": "text/event-stream"}
@@ -524,7 +532,9 @@ func TestRESTErrors(t *testing.T) {
 	requireRESTStatus(t, m.rest(t, http.MethodGet, "/tasks?A2A-Version=0.3", nil, nil), 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED")
 
 	// Other operations' errors.
-	requireRESTStatus(t, m.rest(t, http.MethodGet, "/agents/echo/extendedAgentCard", nil, nil), 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
+	for _, p := range []string{"/agents/echo/extendedAgentCard", "/extendedAgentCard", "/echo/extendedAgentCard"} {
+		requireRESTStatus(t, m.rest(t, http.MethodGet, p, nil, nil), 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
+	}
 	requireRESTStatus(t, m.rest(t, http.MethodGet, "/tasks/x/pushNotificationConfigs", nil, nil), 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED")
 
 	// A route asked with a method it does not take: 405 and Allow.
