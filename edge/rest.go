@@ -161,7 +161,7 @@ func (rt *restRoute) parseOp(segs []string) bool {
 		}
 		rt.taskID = segs[1]
 		if len(segs) == 3 {
-			// One route, two operations: the method picks (restOp).
+			// One route, two operations: the method picks (forMethod).
 			return set(a2a.OpPushList, "ListTaskPushNotificationConfigs", "/tasks/{taskId}/pushNotificationConfigs", get, post)
 		}
 		rt.configID = segs[3]
