@@ -120,7 +120,7 @@ func TestGRPCRequestMetrics(t *testing.T) {
 				for _, lp := range mm.GetLabel() {
 					l[lp.GetName()] = lp.GetValue()
 				}
-				if l["method"] == method && l["code"] == code {
+				if l["binding"] == "grpc" && l["method"] == method && l["code"] == code {
 					return mm.GetCounter().GetValue()
 				}
 			}

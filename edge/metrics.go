@@ -23,30 +23,31 @@ func (e *Edge) watchMetrics() {
 	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamPushOut, bus.ConsumerPushDeliver))
 }
 
-// countedWriter notes what a JSON-RPC call answered, for
+// countedWriter notes what a call of an HTTP transport answered, for
 // a2amesh_edge_requests_total: the method once it is known to be one, and
 // the error code of the answer ("ok" for a result or a stream).
 type countedWriter struct {
 	http.ResponseWriter
-	method, code string
+	binding, method, code string
 }
 
 // Unwrap lets http.ResponseController flush SSE through the wrapper.
 func (w *countedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// countRequest wraps w when metrics are on; done records the call.
-func (e *Edge) countRequest(w http.ResponseWriter) (http.ResponseWriter, func()) {
+// countRequest wraps w when metrics are on; done records the call as
+// one of binding.
+func (e *Edge) countRequest(w http.ResponseWriter, binding string) (http.ResponseWriter, func()) {
 	m := e.cfg.Metrics
 	if m == nil {
 		return w, func() {}
 	}
-	cw := &countedWriter{ResponseWriter: w, method: "unknown", code: "ok"}
+	cw := &countedWriter{ResponseWriter: w, binding: binding, method: "unknown", code: "ok"}
 	return cw, func() {
 		if p := recover(); p != nil {
-			m.EdgeRequest(cw.method, strconv.Itoa(a2a.CodeInternalError))
+			m.EdgeRequest(cw.binding, cw.method, strconv.Itoa(a2a.CodeInternalError))
 			panic(p)
 		}
-		m.EdgeRequest(cw.method, cw.code)
+		m.EdgeRequest(cw.binding, cw.method, cw.code)
 	}
 }
 
@@ -77,5 +78,5 @@ func noteCode(w http.ResponseWriter, code int) {
 // error code it answered with, "ok", or a gRPC code name for a refusal
 // of gRPC's own).
 func (e *Edge) countCall(method, code string) {
-	e.cfg.Metrics.EdgeRequest(method, code) // nil-safe
+	e.cfg.Metrics.EdgeRequest(bindingGRPC, method, code) // nil-safe
 }

@@ -27,7 +27,16 @@ type refusals interface {
 	rateLimited(w http.ResponseWriter, msg string)
 	// tooLarge answers a request whose body exceeds limit bytes (HTTP 413).
 	tooLarge(w http.ResponseWriter, limit int64)
+	// binding names the transport in metrics: bindingJSONRPC, bindingREST.
+	binding() string
 }
+
+// The bindings as metrics label them.
+const (
+	bindingJSONRPC = "jsonrpc"
+	bindingREST    = "rest"
+	bindingGRPC    = "grpc"
+)
 
 // rpcRefusals are the JSON-RPC transport's refusals: a JSON-RPC error with
 // id null.
@@ -41,6 +50,8 @@ func (rpcRefusals) rateLimited(w http.ResponseWriter, msg string) {
 	writeJSON(w, http.StatusTooManyRequests, a2a.NewError(nil, &a2a.Error{Code: codeRateLimited, Message: msg}))
 }
 
+func (rpcRefusals) binding() string { return bindingJSONRPC }
+
 func (rpcRefusals) tooLarge(w http.ResponseWriter, limit int64) {
 	writeJSON(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
 		a2a.ErrInvalidRequest.With("request body exceeds %d bytes", limit)))
@@ -48,18 +59,18 @@ func (rpcRefusals) tooLarge(w http.ResponseWriter, limit int64) {
 
 // guard wraps a transport's handler in the edge's middleware.
 func (e *Edge) guard(ref refusals, h http.Handler) http.Handler {
-	return e.countRequests(e.authenticate(ref, e.rateLimit(ref, limitBody(e.cfg.MaxBodyBytes, ref, traceCalls(h)))))
+	return e.countRequests(ref, e.authenticate(ref, e.rateLimit(ref, limitBody(e.cfg.MaxBodyBytes, ref, traceCalls(h)))))
 }
 
 // countRequests records each request in a2amesh_edge_requests_total once
 // it is answered, with the method and code the transport noted on its
 // writer (noteMethod, noteCode; metrics.go).
-func (e *Edge) countRequests(h http.Handler) http.Handler {
+func (e *Edge) countRequests(ref refusals, h http.Handler) http.Handler {
 	if e.cfg.Metrics == nil {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w, counted := e.countRequest(w)
+		w, counted := e.countRequest(w, ref.binding())
 		defer counted()
 		h.ServeHTTP(w, r)
 	})

@@ -764,6 +764,8 @@ func (e *Edge) writeRESTStream(c *restCall, stream service.Stream) {
 // bodies in the media type the request accepts.
 type restRefusals struct{ media string }
 
+func (restRefusals) binding() string { return bindingREST }
+
 func (f restRefusals) unauthenticated(w http.ResponseWriter, msg string) {
 	noteCode(w, codeUnauthenticated)
 	writeRESTStatus(w, f.media, http.StatusUnauthorized, "UNAUTHENTICATED", "UNAUTHENTICATED", msg, nil)

@@ -591,7 +591,8 @@ func TestRESTErrors(t *testing.T) {
 	assert.GreaterOrEqual(t, counts["ListTasks ok"], 1.0, "%v", counts)
 }
 
-// edgeRequests reads a2amesh_edge_requests_total as "method code" → count.
+// edgeRequests reads a2amesh_edge_requests_total of the rest binding as
+// "method code" → count.
 func edgeRequests(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	t.Helper()
 	fams, err := m.Registry().Gather()
@@ -602,16 +603,20 @@ func edgeRequests(t *testing.T, m *metrics.Metrics) map[string]float64 {
 			continue
 		}
 		for _, mt := range f.GetMetric() {
-			var method, code string
+			var binding, method, code string
 			for _, l := range mt.GetLabel() {
 				switch l.GetName() {
+				case "binding":
+					binding = l.GetValue()
 				case "method":
 					method = l.GetValue()
 				case "code":
 					code = l.GetValue()
 				}
 			}
-			out[method+" "+code] += mt.GetCounter().GetValue()
+			if binding == "rest" {
+				out[method+" "+code] += mt.GetCounter().GetValue()
+			}
 		}
 	}
 	return out

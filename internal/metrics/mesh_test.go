@@ -80,8 +80,8 @@ func TestMeshMetrics(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"method": "SendMessage", "code": "ok"}), 1.0)
-	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"method": "SendStreamingMessage", "code": "ok"}), 1.0)
+	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"binding": "jsonrpc", "method": "SendMessage", "code": "ok"}), 1.0)
+	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"binding": "jsonrpc", "method": "SendStreamingMessage", "code": "ok"}), 1.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_edge_requests_total", map[string]string{"method": "unknown", "code": "-32601"}), 1.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_worker_task_duration_seconds", map[string]string{"agent": "echo", "state": "completed"}), 2.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_worker_turn_latency_seconds", map[string]string{"agent": "echo", "state": "completed"}), 2.0)

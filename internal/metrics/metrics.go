@@ -70,8 +70,8 @@ func build(edge, worker bool) *Metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "a2amesh_edge_requests_total",
-			Help: "JSON-RPC calls served by the edge, by method and result code (the JSON-RPC error code, or ok).",
-		}, []string{"method", "code"}),
+			Help: "A2A calls served by the edge, by binding (jsonrpc, rest, grpc), method and result code (the A2A error code, or ok).",
+		}, []string{"binding", "method", "code"}),
 		sse: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "a2amesh_edge_sse_connections",
 			Help: "SSE streams the edge has open (message/stream, tasks/resubscribe).",
@@ -118,13 +118,14 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// EdgeRequest counts one JSON-RPC call. method must come from a bounded
-// set (the caller maps unknown methods to "unknown").
-func (m *Metrics) EdgeRequest(method, code string) {
+// EdgeRequest counts one A2A call over binding ("jsonrpc", "rest" or
+// "grpc"). method must come from a bounded set (the caller maps unknown
+// methods to "unknown").
+func (m *Metrics) EdgeRequest(binding, method, code string) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(method, code).Inc()
+	m.requests.WithLabelValues(binding, method, code).Inc()
 }
 
 // SSEOpened counts an SSE stream opened; call the returned func when it

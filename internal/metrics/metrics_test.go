@@ -25,8 +25,8 @@ func scrape(t *testing.T, h http.Handler) string {
 
 func TestHandlerServesFamilies(t *testing.T) {
 	m := New()
-	m.EdgeRequest("SendMessage", "ok")
-	m.EdgeRequest("unknown", "-32601")
+	m.EdgeRequest("jsonrpc", "SendMessage", "ok")
+	m.EdgeRequest("jsonrpc", "unknown", "-32601")
 	closeSSE := m.SSEOpened()
 	m.PushDelivery(PushDelivered)
 	ended := m.RunStarted("echo", time.Now().Add(-time.Second))
@@ -43,8 +43,8 @@ func TestHandlerServesFamilies(t *testing.T) {
 
 	out := scrape(t, m.Handler())
 	for _, want := range []string{
-		`a2amesh_edge_requests_total{code="ok",method="SendMessage"} 1`,
-		`a2amesh_edge_requests_total{code="-32601",method="unknown"} 1`,
+		`a2amesh_edge_requests_total{binding="jsonrpc",code="ok",method="SendMessage"} 1`,
+		`a2amesh_edge_requests_total{binding="jsonrpc",code="-32601",method="unknown"} 1`,
 		`a2amesh_edge_sse_connections 1`,
 		`a2amesh_push_deliveries_total{outcome="delivered"} 1`,
 		`a2amesh_worker_tasks_in_flight{agent="echo"} 0`,
@@ -78,15 +78,15 @@ func TestDynamicFamiliesAbsentWhenUnset(t *testing.T) {
 // Separate Metrics do not share counts (no global registry).
 func TestInstancesIndependent(t *testing.T) {
 	a, b := New(), New()
-	a.EdgeRequest("GetTask", "ok")
-	assert.Contains(t, scrape(t, a.Handler()), `a2amesh_edge_requests_total{code="ok",method="GetTask"} 1`)
+	a.EdgeRequest("jsonrpc", "GetTask", "ok")
+	assert.Contains(t, scrape(t, a.Handler()), `a2amesh_edge_requests_total{binding="jsonrpc",code="ok",method="GetTask"} 1`)
 	assert.NotContains(t, scrape(t, b.Handler()), `method="GetTask"`)
 }
 
 // A nil *Metrics records nothing and does not panic.
 func TestNilMetrics(t *testing.T) {
 	var m *Metrics
-	m.EdgeRequest("SendMessage", "ok")
+	m.EdgeRequest("jsonrpc", "SendMessage", "ok")
 	m.SSEOpened()()
 	m.PushDelivery(PushRetried)
 	m.RunStarted("echo", time.Time{})("completed", RunSettled)

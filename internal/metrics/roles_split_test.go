@@ -10,7 +10,7 @@ import (
 
 // record drives every recording method once.
 func record(m *Metrics) {
-	m.EdgeRequest("SendMessage", "ok")
+	m.EdgeRequest("jsonrpc", "SendMessage", "ok")
 	m.SSEOpened()()
 	m.PushDelivery(PushDelivered)
 	m.RunStarted("echo", time.Now().Add(-time.Second))("completed", RunSettled)
