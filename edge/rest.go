@@ -502,7 +502,7 @@ func (c *restCall) checkBody() error {
 		return nil
 	}
 	ct := c.r.Header.Get("Content-Type")
-	if !restBodyType(ct) {
+	if !restBodyType(ct) && !(formDefault(ct) && json.Valid(c.body)) {
 		return a2a.ErrContentTypeNotSupported.With("Incompatible content types: Content-Type %s is not supported; send %s or %s",
 			quoteTrunc(ct), mediaA2AJSON, mediaJSON)
 	}
@@ -517,6 +517,14 @@ func (c *restCall) checkBody() error {
 
 // restBodyType reports whether a request's Content-Type may carry the
 // binding's JSON: application/a2a+json, application/json, or none.
+// formDefault reports whether ct is curl's default for a body given with
+// -d (application/x-www-form-urlencoded): a JSON body sent so is read as
+// JSON, as the JSON-RPC transport reads it; a form body is refused.
+func formDefault(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
 func restBodyType(ct string) bool {
 	if strings.TrimSpace(ct) == "" {
 		return true

@@ -509,7 +509,11 @@ func TestRESTErrors(t *testing.T) {
 	s = requireRESTStatus(t, m.rest(t, http.MethodPost, send, body, map[string]string{"Content-Type": "text/plain"}),
 		400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED")
 	assert.Contains(t, s.Error.Message, "application/a2a+json")
-	for _, ct := range []string{"application/json", "application/a2a+json; charset=utf-8", ""} {
+	// A form body is no JSON; curl's default type for -d, with a JSON
+	// body, is read as JSON (as JSON-RPC reads it).
+	requireRESTStatus(t, m.rest(t, http.MethodPost, send, "message=hi", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}),
+		400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED")
+	for _, ct := range []string{"application/json", "application/a2a+json; charset=utf-8", "", "application/x-www-form-urlencoded"} {
 		tk := sentTask(t, m.rest(t, http.MethodPost, send, map[string]any{"message": userMsg("hello", "")}, map[string]string{"Content-Type": ct}))
 		assert.Equal(t, a2a.StateCompleted, tk.Status.State, "Content-Type %q", ct)
 	}
