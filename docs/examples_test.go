@@ -330,7 +330,10 @@ func (m *mesh) ensureShared(t *testing.T) {
 	m.dir = dir
 	port := freePort(t)
 	m.edge = "http://127.0.0.1:" + port
-	p := m.start(t, dir, fmt.Sprintf("exec %s dev --listen 127.0.0.1:%s --data %s", bin, port, filepath.Join(dir, "data")), nil)
+	// It serves every binding: gRPC too, on a port of its own (examples
+	// reach it through the card, as `a2amesh send --binding grpc` does).
+	p := m.start(t, dir, fmt.Sprintf("exec %s dev --listen 127.0.0.1:%s --grpc-listen 127.0.0.1:%s --data %s",
+		bin, port, freePort(t), filepath.Join(dir, "data")), nil)
 	waitHealthy(t, m.edge, p)
 }
 
@@ -594,7 +597,11 @@ func runCommand(t *testing.T, s *session, c command, checks []*check) bool {
 		t.Errorf("%s\nran: %s\nfailed: %v\nstdout: %s\nstderr: %s", c, oneLine(text), err, r.out, r.errOut)
 		return false
 	}
-	if strings.HasPrefix(c.text, "curl ") && strings.Contains(c.text, " -d ") {
+	switch {
+	case strings.HasPrefix(c.text, "curl ") && restCall.MatchString(c.text):
+		parseREST(t, c, &r)
+		s.rememberREST(c, r)
+	case strings.HasPrefix(c.text, "curl ") && strings.Contains(c.text, " -d "):
 		parseRPC(t, c, &r)
 		s.remember(c, r)
 	}
@@ -667,6 +674,100 @@ func parseRPC(t *testing.T, c command, r *result) {
 	}
 	if len(r.events) == 0 {
 		t.Fatalf("%s: neither a JSON-RPC answer nor SSE events:\n%s", c, r.out)
+	}
+}
+
+// restCall matches a curl of the HTTP+JSON binding: a URL with one of its
+// routes (message:send, message:stream, tasks, extendedAgentCard).
+var restCall = regexp.MustCompile(`[0-9a-z]/(?:[a-z0-9_-]+/)*(?:message:(?:send|stream)|tasks\b|extendedAgentCard)`)
+
+// wantStatus is how an HTTP+JSON example says it shows an error: a
+// comment "→ HTTP 404 TASK_NOT_FOUND" (status and ErrorInfo reason).
+var wantStatus = regexp.MustCompile(`→ HTTP (\d+) ([A-Z_]+)`)
+
+// parseREST reads an HTTP+JSON answer (a JSON object; an error is a
+// google.rpc.Status) or its SSE stream (events are StreamResponse JSON).
+// It fails the test on an error, unless the example's comment says it
+// shows that error.
+func parseREST(t *testing.T, c command, r *result) {
+	t.Helper()
+	body := strings.TrimSpace(r.out)
+	if strings.HasPrefix(body, "{") {
+		if err := json.Unmarshal([]byte(body), &r.rpc); err != nil {
+			t.Fatalf("%s: answer is not JSON: %v\n%s", c, err, body)
+		}
+		e, isErr := r.rpc["error"].(map[string]any)
+		want := wantStatus.FindStringSubmatch(c.comment)
+		switch {
+		case want != nil && !isErr:
+			t.Fatalf("%s: the text says HTTP %s, the answer is %s", c, want[1], body)
+		case want != nil:
+			code, _ := e["code"].(float64)
+			reason := ""
+			if ds, _ := e["details"].([]any); len(ds) > 0 {
+				d, _ := ds[0].(map[string]any)
+				reason, _ = d["reason"].(string)
+			}
+			if fmt.Sprint(int(code)) != want[1] || reason != want[2] {
+				t.Fatalf("%s: the text says HTTP %s %s, the answer is %s", c, want[1], want[2], body)
+			}
+		case isErr:
+			t.Fatalf("%s: HTTP+JSON error %v", c, e)
+		}
+		return
+	}
+	var ev sseEvent
+	sc := bufio.NewScanner(strings.NewReader(r.out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	flush := func() {
+		if ev.data != nil {
+			if e, ok := ev.data["error"]; ok {
+				t.Fatalf("%s: error event %v", c, e)
+			}
+			r.events = append(r.events, ev)
+		}
+		ev = sseEvent{}
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id:"):
+			ev.id = strings.TrimSpace(line[3:])
+		case strings.HasPrefix(line, "data:"):
+			if err := json.Unmarshal([]byte(strings.TrimSpace(line[5:])), &ev.data); err != nil {
+				t.Fatalf("%s: event data is not JSON: %v\n%s", c, err, line)
+			}
+		case line == "":
+			flush()
+		}
+	}
+	flush()
+	if len(r.events) == 0 {
+		t.Fatalf("%s: neither a JSON answer nor SSE events:\n%s", c, r.out)
+	}
+}
+
+// rememberREST keeps the ids an HTTP+JSON send or stream returned.
+func (s *session) rememberREST(c command, r result) {
+	if !strings.Contains(c.text, "/message:") {
+		return
+	}
+	var task map[string]any
+	if r.rpc != nil {
+		task = taskOf(r.rpc)
+	} else if len(r.events) > 0 {
+		task = taskOf(r.events[0].data)
+	}
+	if task != nil {
+		if id, ok := task["id"].(string); ok {
+			s.vars["TASK_ID"] = id
+		}
+		if id, ok := task["contextId"].(string); ok {
+			s.vars["CONTEXT_ID"] = id
+		}
+	}
+	if len(r.events) >= 2 {
+		s.vars["LAST_EVENT_ID"] = r.events[1].id
 	}
 }
 
