@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	grpcstatus "google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/pbconv"
@@ -314,41 +313,13 @@ func (t *grpcTransport) openStream(ctx context.Context, op, lastEventID string,
 	return s, nil
 }
 
-// grpcEventIDKey is the entry of a gRPC stream event's metadata (the
-// metadata of its task, message, statusUpdate or artifactUpdate) in which
-// the mesh's edge sends the event's id, since gRPC has no event ids of its
-// own (edge.GRPCEventIDKey). The client moves it to Event.ID.
-const grpcEventIDKey = "a2amesh.eventId"
+// grpcEventIDKey is where the mesh's edge sends a gRPC stream event's id
+// (pbconv.EventIDKey); the client moves it to Event.ID.
+const grpcEventIDKey = pbconv.EventIDKey
 
 // grpcEventID takes the event id out of a gRPC stream event's metadata:
 // "" when the server gave none.
-func grpcEventID(ev *a2apb.StreamResponse) string {
-	var md **structpb.Struct
-	switch p := ev.GetPayload().(type) {
-	case *a2apb.StreamResponse_Task:
-		md = &p.Task.Metadata
-	case *a2apb.StreamResponse_Message:
-		md = &p.Message.Metadata
-	case *a2apb.StreamResponse_StatusUpdate:
-		md = &p.StatusUpdate.Metadata
-	case *a2apb.StreamResponse_ArtifactUpdate:
-		md = &p.ArtifactUpdate.Metadata
-	default:
-		return ""
-	}
-	if *md == nil {
-		return ""
-	}
-	v, ok := (*md).GetFields()[grpcEventIDKey]
-	if !ok {
-		return ""
-	}
-	delete((*md).Fields, grpcEventIDKey)
-	if len((*md).Fields) == 0 {
-		*md = nil
-	}
-	return v.GetStringValue()
-}
+func grpcEventID(ev *a2apb.StreamResponse) string { return pbconv.TakeEventID(ev) }
 
 func (t *grpcTransport) getTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	in, err := pbconv.GetTaskRequest(req)

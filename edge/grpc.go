@@ -25,7 +25,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // The gRPC binding (spec §10): lf.a2a.v1.A2AService on a listener of its
@@ -51,7 +50,7 @@ import (
 // GRPCEventIDKey is the metadata entry of a streamed event (of its task,
 // message, statusUpdate or artifactUpdate) that holds the event's id, the
 // decimal position in the event log a client resumes after.
-const GRPCEventIDKey = "a2amesh.eventId"
+const GRPCEventIDKey = pbconv.EventIDKey
 
 // Metadata keys of a gRPC call the edge reads (lower case, as gRPC
 // spells them).
@@ -419,39 +418,12 @@ func (e *Edge) relayGRPC(ctx context.Context, stream service.Stream, ss grpc.Ser
 		if err != nil {
 			return e.grpcEncodeFailed(ctx, err)
 		}
-		setEventID(out, ev.Seq)
+		pbconv.SetEventID(out, ev.Seq)
 		if err := ss.Send(out); err != nil {
 			return err // the client went away
 		}
 	}
 	return nil
-}
-
-// setEventID writes seq into the metadata of the event ev carries.
-func setEventID(ev *a2apb.StreamResponse, seq uint64) {
-	if seq == 0 {
-		return
-	}
-	var md **structpb.Struct
-	switch p := ev.GetPayload().(type) {
-	case *a2apb.StreamResponse_Task:
-		md = &p.Task.Metadata
-	case *a2apb.StreamResponse_Message:
-		md = &p.Message.Metadata
-	case *a2apb.StreamResponse_StatusUpdate:
-		md = &p.StatusUpdate.Metadata
-	case *a2apb.StreamResponse_ArtifactUpdate:
-		md = &p.ArtifactUpdate.Metadata
-	default:
-		return
-	}
-	if *md == nil {
-		*md = &structpb.Struct{}
-	}
-	if (*md).Fields == nil {
-		(*md).Fields = map[string]*structpb.Value{}
-	}
-	(*md).Fields[GRPCEventIDKey] = structpb.NewStringValue(strconv.FormatUint(seq, 10))
 }
 
 func (s *grpcService) GetTask(ctx context.Context, req *a2apb.GetTaskRequest) (*a2apb.Task, error) {
