@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -402,31 +401,8 @@ func (s *rpcSender) buildBody(messageID string, id int64) {
 func (s *rpcSender) send(ctx context.Context) error {
 	s.id++
 	s.buildBody(uuid.NewString(), s.id)
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(s.body.Bytes()))
-	if err != nil {
+	if err := post(ctx, s.client, s.url, s.timeout, "application/json", "application/json", s.body.Bytes(), &s.reply); err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("request: %w", ctx.Err())
-		}
-		return fmt.Errorf("request: %w", err)
-	}
-	s.reply.Reset()
-	_, rerr := s.reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
-	// Drain what is left so the connection can be reused, then close.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyBytes))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP status %d", resp.StatusCode)
-	}
-	if rerr != nil {
-		return errors.New("reading reply failed")
 	}
 	if s.check != nil {
 		return s.check(s.reply.Bytes())

@@ -102,30 +102,9 @@ func (s *restSender) send(ctx context.Context) error {
 	s.body.Write(s.prefix)
 	s.body.WriteString(uuid.NewString())
 	s.body.Write(s.suffix)
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(s.body.Bytes()))
-	if err != nil {
+	if err := post(ctx, s.client, s.url, s.timeout, "application/a2a+json", "application/a2a+json, application/json",
+		s.body.Bytes(), &s.reply); err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/a2a+json")
-	req.Header.Set("Accept", "application/a2a+json, application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("request: %w", ctx.Err())
-		}
-		return fmt.Errorf("request: %w", err)
-	}
-	s.reply.Reset()
-	_, rerr := s.reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyBytes))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP status %d", resp.StatusCode)
-	}
-	if rerr != nil {
-		return errors.New("reading reply failed")
 	}
 	if s.check != nil {
 		return s.check(s.reply.Bytes())
@@ -183,4 +162,36 @@ func (s *grpcSender) send(ctx context.Context) error {
 		}
 	}
 	return errors.New("no artifact echoes the text")
+}
+
+// post sends body to url with the given media types within timeout, and
+// reads a 200 answer into reply (bounded, the rest drained so the
+// connection is reused).
+func post(ctx context.Context, client *http.Client, url string, timeout time.Duration, contentType, accept string, body []byte, reply *bytes.Buffer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("request: %w", ctx.Err())
+		}
+		return fmt.Errorf("request: %w", err)
+	}
+	reply.Reset()
+	_, rerr := reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyBytes))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP status %d", resp.StatusCode)
+	}
+	if rerr != nil {
+		return errors.New("reading reply failed")
+	}
+	return nil
 }
