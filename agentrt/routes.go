@@ -21,13 +21,13 @@ type routes struct {
 // start runs the table until ctx (the worker's) ends.
 func (r *routes) start(ctx context.Context, w *Worker) {
 	r.once.Do(func() {
-		r.table = registry.NewTable()
+		r.table = registry.NewTable(w.Bus)
 		r.running.Store(true)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
 			defer r.running.Store(false)
-			if err := r.table.Run(ctx, w.Bus); err != nil && ctx.Err() == nil {
+			if err := r.table.Run(ctx); err != nil && ctx.Err() == nil {
 				w.Logger.Warn("registry watch for agent calls ended; calls read the registry directly", "err", err)
 			}
 		}()

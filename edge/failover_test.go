@@ -97,11 +97,11 @@ func (f *failoverEdge) start(t *testing.T, b *bus.Bus, cfg Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
-	table := registry.NewTable()
+	table := registry.NewTable(b)
 	table.Logger = failoverLogger()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = table.Run(ctx, b) }()
+	go func() { defer wg.Done(); _ = table.Run(ctx) }()
 	cfg.Bus, cfg.Registry, cfg.Logger = b, table, failoverLogger()
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = time.Second

@@ -55,10 +55,10 @@ func startHTTPMesh(t *testing.T, cfg edge.Config, agentNames ...string) *httpMes
 	require.NoError(t, err)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	table := registry.NewTable()
+	table := registry.NewTable(b)
 	table.Logger = quiet
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = table.Run(ctx, b) }()
+	go func() { defer wg.Done(); _ = table.Run(ctx) }()
 	builtin := agents.Builtin()
 	for _, name := range agentNames {
 		a, ok := builtin[name]

@@ -52,11 +52,11 @@ func TestSendPastFailoverBudgetIsBusy(t *testing.T) {
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	table := registry.NewTable()
+	table := registry.NewTable(edgeBus)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_ = table.Run(runCtx, edgeBus)
+		_ = table.Run(runCtx)
 	}()
 	go func() {
 		defer wg.Done()

@@ -684,12 +684,12 @@ func clusterFault(t *testing.T, bin string) {
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	table := registry.NewTable()
+	table := registry.NewTable(edgeBus)
 	tableErr := make(chan error, 1)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := table.Run(runCtx, edgeBus); err != nil && runCtx.Err() == nil {
+		if err := table.Run(runCtx); err != nil && runCtx.Err() == nil {
 			tableErr <- err
 		}
 	}()

@@ -83,10 +83,10 @@ func startSmallMesh(t *testing.T, connect func(name string) (*nats.Conn, error),
 	w := &agentrt.Worker{Bus: wb, Agent: agents.Builtin()["echo"], Name: "echo", Concurrency: 8, Logger: log}
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	table := registry.NewTable()
+	table := registry.NewTable(eb)
 	table.Logger = log
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = table.Run(ctx, eb) }()
+	go func() { defer wg.Done(); _ = table.Run(ctx) }()
 	e := edge.New(edge.Config{Bus: eb, Registry: table, Logger: log})
 	hs := httptest.NewServer(e)
 	m := &smallMesh{bus: eb, url: hs.URL + "/agents/echo", hc: &http.Client{Timeout: 40 * time.Second}}

@@ -405,11 +405,11 @@ func startPushEdge(t *testing.T, natsURL string, pc edge.PushConfig) *pushEdge {
 	ctx, cancel := context.WithCancel(context.Background())
 	b, err := bus.Open(ctx, nc, bus.Config{})
 	require.NoError(t, err)
-	table := registry.NewTable()
+	table := registry.NewTable(b)
 	regDone := make(chan struct{})
 	go func() {
 		defer close(regDone)
-		_ = table.Run(ctx, b)
+		_ = table.Run(ctx)
 	}()
 	// Push delivery runs beside the edge, as a host runs it (mesh, the
 	// edge role); the edge serves the push-config methods from it.

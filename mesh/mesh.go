@@ -156,13 +156,13 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 		_ = m.bus.Run(runCtx) // the bus's upkeep (retention), until runCtx ends
 	}()
 
-	table := registry.NewTable()
+	table := registry.NewTable(m.bus)
 	table.Logger = cfg.Logger
 	table.LostGrace = cfg.LostGrace
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		_ = table.Run(runCtx, m.bus) // until runCtx ends, riding out what NATS does
+		_ = table.Run(runCtx) // until runCtx ends, riding out what NATS does
 	}()
 	builtin := agents.Builtin()
 	for name, a := range builtin {

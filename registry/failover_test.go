@@ -124,11 +124,11 @@ func TestEntrySurvivesJetStreamOutage(t *testing.T) {
 	liveBus, _ := openOn(t, url, "worker-live", cfg)
 	doomedBus, doomedConn := openOn(t, url, "worker-doomed", cfg)
 
-	table := NewTable()
+	table := NewTable(edgeBus)
 	table.Logger = testLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
-	go func() { defer close(runDone); _ = table.Run(ctx, edgeBus) }()
+	go func() { defer close(runDone); _ = table.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-runDone })
 
 	publishing(t, liveBus, "echo", "live1")

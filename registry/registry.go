@@ -183,6 +183,7 @@ type Table struct {
 	// it before Run.
 	LostGrace time.Duration
 
+	bus     *bus.Bus
 	mu      sync.RWMutex
 	entries map[string]*slot // key -> entry
 	lost    map[string]lostAgent
@@ -244,16 +245,17 @@ func (t *Table) forgetLost(now time.Time) {
 	}
 }
 
-// NewTable returns an empty table; Run fills it.
-func NewTable() *Table {
-	return &Table{entries: map[string]*slot{}, ready: make(chan struct{})}
+// NewTable returns an empty table of the registry on b; Run fills it.
+func NewTable(b *bus.Bus) *Table {
+	return &Table{bus: b, entries: map[string]*slot{}, ready: make(chan struct{})}
 }
 
 // Run watches the registry bucket until ctx ends, and pings instances
 // whose heartbeats are late. It returns only when ctx ends (nil): a watch
 // that cannot start, or stops, is started again with backoff, and the
 // entries stay meanwhile, checked by pings.
-func (t *Table) Run(ctx context.Context, b *bus.Bus) error {
+func (t *Table) Run(ctx context.Context) error {
+	b := t.bus
 	log := t.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -44,14 +44,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // watchTable runs a table on b until stop is called (or the test ends)
 // and returns it once it has caught up; ctx ends with stop.
 func watchTable(t *testing.T, b *bus.Bus) (table *Table, ctx context.Context, stop func()) {
-	return watchTableWith(t, b, NewTable())
+	return watchTableWith(t, b, NewTable(b))
 }
 
 // watchTableWith is watchTable with a table set up by the caller.
 func watchTableWith(t *testing.T, b *bus.Bus, table *Table) (_ *Table, ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = table.Run(ctx, b) }()
+	go func() { defer close(done); _ = table.Run(ctx) }()
 	stop = sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stop)
 	<-table.Ready()
@@ -96,7 +96,7 @@ func TestAgentAppearsAndLeaves(t *testing.T) {
 
 func TestCrashedWorkerExpires(t *testing.T) {
 	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
-	table := NewTable()
+	table := NewTable(b)
 	table.LostGrace = -1
 	table, _, stop := watchTableWith(t, b, table)
 
@@ -132,7 +132,7 @@ func TestChangedCardIsRepublished(t *testing.T) {
 // of being refused; then it goes. A new instance ends the grace.
 func TestLostAgentStaysRoutableForItsGrace(t *testing.T) {
 	b := openBus(t, bus.Config{RegistryTTL: 300 * time.Millisecond})
-	table := NewTable()
+	table := NewTable(b)
 	const grace = 1500 * time.Millisecond
 	table.LostGrace = grace
 	table, _, stop := watchTableWith(t, b, table)

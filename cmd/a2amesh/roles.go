@@ -451,7 +451,7 @@ func runEdge(ctx context.Context, args []string) error {
 		return errors.Join(err, serr)
 	}
 	defer closeBus()
-	table := registry.NewTable()
+	table := registry.NewTable(b)
 	table.Logger = log
 	table.LostGrace = ef.grace()
 	var wg sync.WaitGroup
@@ -465,7 +465,7 @@ func runEdge(ctx context.Context, args []string) error {
 	}()
 	go func() {
 		defer wg.Done()
-		_ = table.Run(rctx, b) // returns when rctx ends; retries its watch meanwhile
+		_ = table.Run(rctx) // returns when rctx ends; retries its watch meanwhile
 	}()
 	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
 	// Push delivery (--push) runs beside the HTTP server; the edge serves

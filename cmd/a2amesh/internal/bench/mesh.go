@@ -86,7 +86,7 @@ func startEdge(ctx context.Context, natsURL string, cfg bus.Config, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	n := &edgeNode{Bus: b, nc: nc, Table: registry.NewTable()}
+	n := &edgeNode{Bus: b, nc: nc, Table: registry.NewTable(b)}
 	n.Table.LostGrace = -1 // the registry bench times the drop of a crashed worker
 	defer func() {
 		if err != nil {
@@ -103,7 +103,7 @@ func startEdge(ctx context.Context, natsURL string, cfg bus.Config, log *slog.Lo
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.Table.Run(rctx, b); err != nil && rctx.Err() == nil {
+		if err := n.Table.Run(rctx); err != nil && rctx.Err() == nil {
 			log.Error("bench: edge registry watcher stopped", "err", err)
 		}
 	}()

@@ -233,14 +233,14 @@ func RunRegistry(ctx context.Context, o RegistryOptions) (RegistryResult, error)
 		return res, err
 	}
 	defer nc.Close()
-	table := registry.NewTable()
+	table := registry.NewTable(b)
 	table.LostGrace = -1 // time the drop of a crashed worker, not the grace after it
 	tctx, stopTable := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = table.Run(tctx, b)
+		_ = table.Run(tctx)
 	}()
 	defer func() { stopTable(); wg.Wait() }()
 	select {
