@@ -265,6 +265,9 @@ func (t *Table) Run(ctx context.Context) error {
 	// Pings run beside the watch, so a watch that waits for JetStream
 	// never holds them up.
 	p := &prober{t: t, log: log, sem: make(chan struct{}, maxProbes)}
+	if b != nil {
+		p.nc = b // before the loop starts: it reads it
+	}
 	pctx, stopProbes := context.WithCancel(ctx)
 	probing := make(chan struct{})
 	go func() {
@@ -273,9 +276,6 @@ func (t *Table) Run(ctx context.Context) error {
 	}()
 	defer func() { stopProbes(); <-probing }()
 
-	if b != nil {
-		p.nc = b
-	}
 	var w *bus.Watcher
 	defer func() {
 		if w != nil {
