@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -58,6 +59,8 @@ func runBench(ctx context.Context, args []string) error {
 	method := fs.String("method", bench.MethodSend03, `JSON-RPC method: "message/send" (0.3 body) or "SendMessage" (1.0 body); both servers get the same`)
 	bindingsFlag := fs.String("binding", bench.BindingJSONRPC, `comma-separated bindings to load, each against a2a-go's server for the same binding:`+
 		"\n"+`"jsonrpc", "rest" (HTTP+JSON), "grpc", or "all"; rest and grpc send 1.0 SendMessage`)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of each measured run of the mesh (not of a2a-go's) to FILE-<binding>-<clients>.pprof;\n"+
+		"with the dev mesh in this process it covers the edge, the embedded NATS server, the workers and the load generator (default: none)")
 	grpcURL := fs.String("grpc-url", "", "with --url and --binding grpc: the mesh's gRPC address (host:port); default: none (the dev mesh's own without --url)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -131,7 +134,7 @@ func runBench(ctx context.Context, args []string) error {
 		if i > 0 {
 			fmt.Println()
 		}
-		target := benchTarget{binding: b, mesh: meshEndpoint, method: *method}
+		target := benchTarget{binding: b, mesh: meshEndpoint, method: *method, profile: *cpuProfile}
 		if b != bench.BindingJSONRPC {
 			target.method = bench.MethodSend10
 		}
@@ -152,6 +155,26 @@ func runBench(ctx context.Context, args []string) error {
 // the binding (and the tenant that names echo there), and the method.
 type benchTarget struct {
 	binding, mesh, tenant, method string
+	// profile, when set, is the prefix of the CPU profile files of the
+	// mesh's runs.
+	profile string
+}
+
+// profiled runs run under a CPU profile written to path ("": none).
+func profiled(path string, run func() (bench.Result, error)) (bench.Result, error) {
+	if path == "" {
+		return run()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return bench.Result{}, err
+	}
+	defer pprof.StopCPUProfile()
+	return run()
 }
 
 // goBinding is a2agoecho's name of a bench binding.
@@ -201,12 +224,19 @@ func benchBinding(ctx context.Context, t benchTarget, levels []int, duration, wa
 				Binding: t.binding, Tenant: tenant,
 			})
 		}
+		runMesh := func() (bench.Result, error) {
+			path := ""
+			if t.profile != "" {
+				path = fmt.Sprintf("%s-%s-%d.pprof", t.profile, t.binding, n)
+			}
+			return profiled(path, func() (bench.Result, error) { return runOne(t.mesh, t.tenant) })
+		}
 		if len(rows)%2 == 0 {
-			r.mesh, r.meshE = runOne(t.mesh, t.tenant)
+			r.mesh, r.meshE = runMesh()
 			r.a2ago, r.a2aE = runOne(goEndpoint, "")
 		} else {
 			r.a2ago, r.a2aE = runOne(goEndpoint, "")
-			r.mesh, r.meshE = runOne(t.mesh, t.tenant)
+			r.mesh, r.meshE = runMesh()
 		}
 		if err := ctx.Err(); err != nil {
 			return err
