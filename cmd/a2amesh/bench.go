@@ -38,6 +38,8 @@ func runBench(ctx context.Context, args []string) error {
 			return runBenchRegistry(ctx, args[1:])
 		case "chaos":
 			return runBenchChaos(ctx, args[1:])
+		case "loadgen": // started by bench itself (bench_loadgen.go)
+			return runBenchLoadgen(ctx, args[1:])
 		}
 	}
 	fs := newFlagSet("bench", "",
@@ -61,6 +63,8 @@ func runBench(ctx context.Context, args []string) error {
 		"\n"+`"jsonrpc", "rest" (HTTP+JSON), "grpc", or "all"; rest and grpc send 1.0 SendMessage`)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of each measured run of the mesh (not of a2a-go's) to FILE-<binding>-<clients>.pprof;\n"+
 		"with the dev mesh in this process it covers the edge, the embedded NATS server, the workers and the load generator (default: none)")
+	loadgen := fs.String("loadgen", "process", `"process": the load generator runs as a process of its own (the default), whose CPU use is reported;`+"\n"+
+		`"inprocess": in the bench's process, beside the servers`)
 	grpcURL := fs.String("grpc-url", "", "with --url and --binding grpc: the mesh's gRPC address (host:port); default: none (the dev mesh's own without --url)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -68,6 +72,9 @@ func runBench(ctx context.Context, args []string) error {
 	bindings, err := parseBindings(*bindingsFlag)
 	if err != nil {
 		return err
+	}
+	if *loadgen != "process" && *loadgen != "inprocess" {
+		return fmt.Errorf("--loadgen must be process or inprocess")
 	}
 	if *url == "" {
 		*url = os.Getenv("A2AMESH_BENCH_URL")
@@ -134,7 +141,7 @@ func runBench(ctx context.Context, args []string) error {
 		if i > 0 {
 			fmt.Println()
 		}
-		target := benchTarget{binding: b, mesh: meshEndpoint, method: *method, profile: *cpuProfile}
+		target := benchTarget{binding: b, mesh: meshEndpoint, method: *method, profile: *cpuProfile, ownProcess: *loadgen == "process"}
 		if b != bench.BindingJSONRPC {
 			target.method = bench.MethodSend10
 		}
@@ -158,6 +165,8 @@ type benchTarget struct {
 	// profile, when set, is the prefix of the CPU profile files of the
 	// mesh's runs.
 	profile string
+	// ownProcess runs the load generator as a process of its own.
+	ownProcess bool
 }
 
 // profiled runs run under a CPU profile written to path ("": none).
@@ -212,17 +221,28 @@ func benchBinding(ctx context.Context, t benchTarget, levels []int, duration, wa
 		clients     int
 		mesh, a2ago bench.Result
 		meshE, a2aE error
+		// meshGen and goGen are the load generator's CPU use in each
+		// run (with ownProcess).
+		meshGen, goGen loadgenReport
 	}
 	rows := make([]row, 0, len(levels))
 	for _, n := range levels {
 		r := row{clients: n}
 		// Alternate which server goes first so slow drift (thermal,
 		// GC of the previous run) does not always favour the same one.
+		var gen loadgenReport
 		runOne := func(endpoint, tenant string) (bench.Result, error) {
-			return bench.Run(ctx, bench.Options{
-				URL: endpoint, Concurrency: n, Duration: duration, Warmup: warmup, Method: t.method,
+			o := bench.Options{
+				URL: endpoint, Concurrency: n, Duration: duration, Method: t.method,
 				Binding: t.binding, Tenant: tenant,
-			})
+			}
+			if t.ownProcess {
+				var err error
+				gen, err = runLoadgen(ctx, o, warmup)
+				return gen.Result, err
+			}
+			o.Warmup = warmup
+			return bench.Run(ctx, o)
 		}
 		runMesh := func() (bench.Result, error) {
 			path := ""
@@ -233,10 +253,14 @@ func benchBinding(ctx context.Context, t benchTarget, levels []int, duration, wa
 		}
 		if len(rows)%2 == 0 {
 			r.mesh, r.meshE = runMesh()
+			r.meshGen = gen
 			r.a2ago, r.a2aE = runOne(goEndpoint, "")
+			r.goGen = gen
 		} else {
 			r.a2ago, r.a2aE = runOne(goEndpoint, "")
+			r.goGen = gen
 			r.mesh, r.meshE = runMesh()
+			r.meshGen = gen
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -250,14 +274,25 @@ func benchBinding(ctx context.Context, t benchTarget, levels []int, duration, wa
 	}
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tmesh tasks/s\tp50\tp99\terrors\ta2a-go tasks/s\tp50\tp99\terrors\t")
+	gen := ""
+	if t.ownProcess {
+		gen = "load gen CPU\t"
+	}
+	fmt.Fprintln(tw, "clients\tmesh tasks/s\tp50\tp99\terrors\t"+gen+"a2a-go tasks/s\tp50\tp99\terrors\t"+gen)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%d\t%.0f\t%s\t%s\t%d\t\n", r.clients,
-			r.mesh.Throughput, fmtLatency(r.mesh.P50), fmtLatency(r.mesh.P99), r.mesh.Errors,
-			r.a2ago.Throughput, fmtLatency(r.a2ago.P50), fmtLatency(r.a2ago.P99), r.a2ago.Errors)
+		mg, gg := "", ""
+		if t.ownProcess {
+			mg, gg = fmtGen(r.meshGen)+"\t", fmtGen(r.goGen)+"\t"
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%d\t%s%.0f\t%s\t%s\t%d\t%s\n", r.clients,
+			r.mesh.Throughput, fmtLatency(r.mesh.P50), fmtLatency(r.mesh.P99), r.mesh.Errors, mg,
+			r.a2ago.Throughput, fmtLatency(r.a2ago.P50), fmtLatency(r.a2ago.P99), r.a2ago.Errors, gg)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if t.ownProcess {
+		fmt.Println("load gen CPU: the load generator's own CPU use during the run, in cores and as a share of the machine's CPU time")
 	}
 
 	// The last line: the ratio at the highest level.
@@ -328,6 +363,16 @@ func parseLevels(s string) ([]int, error) {
 		return nil, fmt.Errorf("--concurrency: at most %d levels", maxBenchLevels)
 	}
 	return levels, nil
+}
+
+// fmtGen renders a load generator's CPU use: cores, and its share of the
+// machine's CPU time where known.
+func fmtGen(r loadgenReport) string {
+	s := fmt.Sprintf("%.2f cores", r.Cores())
+	if sh := r.Share(); sh > 0 {
+		s += fmt.Sprintf(" (%.0f%%)", 100*sh)
+	}
+	return s
 }
 
 func fmtLatency(d time.Duration) string {
