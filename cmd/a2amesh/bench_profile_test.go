@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/internal/a2agoecho"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // profiled writes a CPU profile of the run it wraps, and passes the run's
@@ -68,4 +69,41 @@ func TestLoadgenProcess(t *testing.T) {
 
 	r = runBin(t, bin, cliEnv(), "bench", "loadgen", "--url", srv.Endpoint, "--binding", "soap")
 	require.NotEqual(t, 0, r.code, "a bad binding fails the run")
+}
+
+// bench list fills a mesh to each level and times ListTasks there; bad
+// levels are refused before anything starts.
+func TestBenchList(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, runBenchList(ctx, []string{"--tasks", "20,60", "--calls", "2", "--clients", "4", "--data", t.TempDir()}))
+	for _, bad := range [][]string{{"--tasks", "50,20"}, {"--tasks", "0"}, {"--tasks", "x"}, {"--calls", "0"}} {
+		require.Error(t, runBenchList(ctx, bad), "%v", bad)
+	}
+}
+
+// ListLatency times ListTasks calls and reads the total the mesh reports;
+// an endpoint that is not a mesh is an error, not figures.
+func TestListLatency(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := meshtest.Start(t)
+	ep := m.URL + "/agents/echo"
+	hc := bench.NewClient(2)
+	res, err := bench.Run(ctx, bench.Options{URL: ep, Method: bench.MethodSend10, Concurrency: 2, MaxRequests: 7, Duration: time.Minute, Client: hc})
+	require.NoError(t, err)
+	require.EqualValues(t, 7, res.Tasks)
+	lr, err := bench.ListLatency(ctx, hc, ep, 3)
+	require.NoError(t, err)
+	require.Empty(t, lr.FirstError)
+	require.Equal(t, 3, lr.Calls)
+	require.Equal(t, 7, lr.TotalSize)
+	require.Equal(t, 7, lr.PageTasks)
+	require.Positive(t, lr.P50)
+
+	lr, err = bench.ListLatency(ctx, hc, m.URL+"/healthz", 3)
+	require.NoError(t, err)
+	require.NotEmpty(t, lr.FirstError, "an error answer is reported, not timed")
+	_, err = bench.ListLatency(ctx, hc, ep, 0)
+	require.Error(t, err)
 }
