@@ -141,12 +141,29 @@ func startNATS(opts server.Options, log *slog.Logger, outOfSpace *atomic.Bool) (
 	}
 	ns.SetLogger(sl, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(15 * time.Second) {
-		ns.Shutdown()
-		return nil, errors.New("bus: embedded NATS server not ready after 15s")
+	// Starting reads the JetStream store back, which takes a while for a
+	// large one, or on a loaded machine: wait, saying so, up to
+	// serverStartWait.
+	for waited := time.Duration(0); ; waited += serverStartStep {
+		if ns.ReadyForConnections(serverStartStep) {
+			return ns, nil
+		}
+		if waited+serverStartStep >= serverStartWait {
+			ns.Shutdown()
+			return nil, fmt.Errorf("bus: embedded NATS server not ready after %v", serverStartWait)
+		}
+		if log != nil {
+			log.Warn("embedded NATS server still starting (reading its JetStream store?)", "waited", waited+serverStartStep)
+		}
 	}
-	return ns, nil
 }
+
+// serverStartWait bounds how long an embedded server may take to start;
+// serverStartStep is how often a start that takes longer says so.
+const (
+	serverStartWait = 2 * time.Minute
+	serverStartStep = 15 * time.Second
+)
 
 // current is the running server.
 func (s *Server) current() *server.Server {
