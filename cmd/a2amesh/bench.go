@@ -98,18 +98,12 @@ func runBench(ctx context.Context, args []string) error {
 
 	meshURL := strings.TrimSuffix(*url, "/")
 	if meshURL == "" {
-		dir := *dataDir
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "a2amesh-bench-*")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			dir = tmp
+		dir, cleanup, err := benchDataDir(*dataDir, "a2amesh-bench-*")
+		if err != nil {
+			return err
 		}
-		// Warn level and up only, as for the a2a-go server: per-request
-		// logging would be measured too.
-		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		defer cleanup()
+		logger := benchLogger()
 		// Tracing as `dev` sets it up: from the OTEL_* variables, or at
 		// the loopback sink.
 		if *otlpSink {
@@ -366,6 +360,25 @@ func parseLevels(s string) ([]int, error) {
 		return nil, fmt.Errorf("--concurrency: at most %d levels", maxBenchLevels)
 	}
 	return levels, nil
+}
+
+// benchDataDir is the data directory of a bench's dev mesh: dir, or a
+// temporary one named by pattern that cleanup removes.
+func benchDataDir(dir, pattern string) (_ string, cleanup func(), _ error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// benchLogger logs a bench's dev mesh at warn level and up only, as for
+// the a2a-go server: per-request logging would be measured too.
+func benchLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // fmtGen renders a load generator's CPU use: cores, and its share of the

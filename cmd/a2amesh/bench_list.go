@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 
@@ -46,16 +44,12 @@ func runBenchList(ctx context.Context, args []string) error {
 	if *calls < 1 || *calls > 10_000 || *clients < 1 || *clients > bench.MaxConcurrency {
 		return fmt.Errorf("--calls must be in [1, 10000] and --clients in [1, %d]", bench.MaxConcurrency)
 	}
-	dir := *dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "a2amesh-bench-list-*")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, cleanup, err := benchDataDir(*dataDir, "a2amesh-bench-list-*")
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	defer cleanup()
+	logger := benchLogger()
 	// Retention above the top level, so nothing is evicted while filling.
 	maxTasks := max(bus.DefaultMaxTasks, int64(levels[len(levels)-1])*2)
 	m, err := mesh.Start(ctx, mesh.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: logger,
