@@ -647,31 +647,7 @@ func parseRPC(t *testing.T, c command, r *result) {
 		}
 		return
 	}
-	var ev sseEvent
-	sc := bufio.NewScanner(strings.NewReader(r.out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id:"):
-			ev.id = strings.TrimSpace(line[3:])
-		case strings.HasPrefix(line, "data:"):
-			if err := json.Unmarshal([]byte(strings.TrimSpace(line[5:])), &ev.data); err != nil {
-				t.Fatalf("%s: event data is not JSON: %v\n%s", c, err, line)
-			}
-		case line == "":
-			if ev.data != nil {
-				if e, ok := ev.data["error"]; ok {
-					t.Fatalf("%s: JSON-RPC error event %v", c, e)
-				}
-				r.events = append(r.events, ev)
-			}
-			ev = sseEvent{}
-		}
-	}
-	if ev.data != nil {
-		r.events = append(r.events, ev)
-	}
+	readEvents(t, c, r, "JSON-RPC error event")
 	if len(r.events) == 0 {
 		t.Fatalf("%s: neither a JSON-RPC answer nor SSE events:\n%s", c, r.out)
 	}
@@ -716,18 +692,28 @@ func parseREST(t *testing.T, c command, r *result) {
 		}
 		return
 	}
+	readEvents(t, c, r, "error event")
+	if len(r.events) == 0 {
+		t.Fatalf("%s: neither a JSON answer nor SSE events:\n%s", c, r.out)
+	}
+}
+
+// readEvents reads r.out as SSE into r.events (id and JSON data of each
+// event); an event whose data has an "error" fails the test, named what.
+func readEvents(t *testing.T, c command, r *result, what string) {
+	t.Helper()
 	var ev sseEvent
-	sc := bufio.NewScanner(strings.NewReader(r.out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	flush := func() {
 		if ev.data != nil {
 			if e, ok := ev.data["error"]; ok {
-				t.Fatalf("%s: error event %v", c, e)
+				t.Fatalf("%s: %s %v", c, what, e)
 			}
 			r.events = append(r.events, ev)
 		}
 		ev = sseEvent{}
 	}
+	sc := bufio.NewScanner(strings.NewReader(r.out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -742,33 +728,19 @@ func parseREST(t *testing.T, c command, r *result) {
 		}
 	}
 	flush()
-	if len(r.events) == 0 {
-		t.Fatalf("%s: neither a JSON answer nor SSE events:\n%s", c, r.out)
-	}
 }
 
-// rememberREST keeps the ids an HTTP+JSON send or stream returned.
+// rememberREST keeps the ids an HTTP+JSON send or stream returned: its
+// answer and events are the results themselves, without an envelope.
 func (s *session) rememberREST(c command, r result) {
 	if !strings.Contains(c.text, "/message:") {
 		return
 	}
-	var task map[string]any
-	if r.rpc != nil {
-		task = taskOf(r.rpc)
-	} else if len(r.events) > 0 {
-		task = taskOf(r.events[0].data)
+	var first map[string]any
+	if len(r.events) > 0 {
+		first = r.events[0].data
 	}
-	if task != nil {
-		if id, ok := task["id"].(string); ok {
-			s.vars["TASK_ID"] = id
-		}
-		if id, ok := task["contextId"].(string); ok {
-			s.vars["CONTEXT_ID"] = id
-		}
-	}
-	if len(r.events) >= 2 {
-		s.vars["LAST_EVENT_ID"] = r.events[1].id
-	}
+	s.keepIDs(r.rpc, first, r.events)
 }
 
 // remember keeps the ids a later command of the block stands for.
@@ -776,11 +748,24 @@ func (s *session) remember(c command, r result) {
 	if !regexp.MustCompile(`"method":"(SendMessage|SendStreamingMessage|message/send|message/stream)"`).MatchString(c.text) {
 		return
 	}
-	var task map[string]any
+	var answer, first map[string]any
 	if r.rpc != nil {
-		task = taskOf(r.rpc["result"])
-	} else if len(r.events) > 0 {
-		task = taskOf(r.events[0].data["result"])
+		answer, _ = r.rpc["result"].(map[string]any)
+	}
+	if len(r.events) > 0 {
+		first, _ = r.events[0].data["result"].(map[string]any)
+	}
+	s.keepIDs(answer, first, r.events)
+}
+
+// keepIDs keeps the task and context ids of a send's result (answer, else
+// the stream's first event) and the id of the stream's second event.
+func (s *session) keepIDs(answer, first map[string]any, events []sseEvent) {
+	var task map[string]any
+	if answer != nil {
+		task = taskOf(answer)
+	} else if first != nil {
+		task = taskOf(first)
 	}
 	if task != nil {
 		if id, ok := task["id"].(string); ok {
@@ -790,8 +775,8 @@ func (s *session) remember(c command, r result) {
 			s.vars["CONTEXT_ID"] = id
 		}
 	}
-	if len(r.events) >= 2 {
-		s.vars["LAST_EVENT_ID"] = r.events[1].id
+	if len(events) >= 2 {
+		s.vars["LAST_EVENT_ID"] = events[1].id
 	}
 }
 
