@@ -363,7 +363,7 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 	}
 	appendMu.Unlock()
 	defer cancelTasks(client, endpoint, ids) // on an early return too: the worker stops anyway
-	sleepCtx(ctx, 2*time.Second)              // every task is running
+	sleepCtx(ctx, 2*time.Second)             // every task is running
 	runtimeGCProcs(edgeP)
 	res.EdgeRSSBefore, _ = procRSS(edgeP)
 	res.NATSRSSBefore, _ = procRSS(natsP)
