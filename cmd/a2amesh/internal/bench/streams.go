@@ -21,6 +21,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The open-streams benchmark: N SSE streams (SubscribeToTask, PerTask of
@@ -253,13 +254,9 @@ func procRSS(p *Proc) (rss, hwm uint64) {
 	return rss, hwm
 }
 
-// chunkKey names one chunk of one task: the task's index and the chunk's
-// number.
-type chunkKey struct{ task, chunk int32 }
-
-// arrival is one chunk a stream received, and when.
+// arrival is one event a stream received, and when.
 type arrival struct {
-	key chunkKey
+	seq uint64
 	at  int64 // UnixNano
 }
 
@@ -270,6 +267,8 @@ type benchStream struct {
 	// What the stream received, in order (set by its reader).
 	firstChunk   int // chunks in the snapshot's artifact
 	chunks       []int32
+	snapID       uint64   // the snapshot's id
+	ids          []uint64 // the ids of the events after it
 	lastID       uint64
 	finalState   a2a.TaskState
 	arrivals     []arrival
@@ -304,42 +303,6 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 	}
 	endpoint := m.url + "/agents/slow"
 
-	// The benchmark's own subscription to every task's log: when each
-	// chunk was appended.
-	var (
-		appendMu sync.Mutex
-		appended = map[chunkKey]int64{}
-		taskIdx  = map[string]int32{}
-	)
-	if m.natsURL != "" {
-		nc, err := nats.Connect(m.natsURL, nats.Name("a2amesh-bench-streams"))
-		if err != nil {
-			return res, fmt.Errorf("bench: connect to NATS: %w", err)
-		}
-		defer nc.Close()
-		sub, err := nc.Subscribe("a2a.events.>", func(msg *nats.Msg) {
-			at := time.Now().UnixNano()
-			id := strings.TrimPrefix(msg.Subject, "a2a.events.")
-			n, ok := chunkOf(msg.Data)
-			if !ok {
-				return
-			}
-			appendMu.Lock()
-			if ti, ok := taskIdx[id]; ok {
-				appended[chunkKey{ti, int32(n)}] = at
-			}
-			appendMu.Unlock()
-		})
-		if err != nil {
-			return res, err
-		}
-		_ = sub.SetPendingLimits(1<<20, 256<<20)
-		defer func() { _ = sub.Unsubscribe() }()
-		if err := nc.Flush(); err != nil {
-			return res, err
-		}
-	}
-
 	client := streamsClient()
 	defer client.CloseIdleConnections()
 
@@ -357,11 +320,6 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 	}); err != nil {
 		return res, err
 	}
-	appendMu.Lock()
-	for i, id := range ids {
-		taskIdx[id] = int32(i)
-	}
-	appendMu.Unlock()
 	defer cancelTasks(client, endpoint, ids) // on an early return too: the worker stops anyway
 	sleepCtx(ctx, 2*time.Second)             // every task is running
 	runtimeGCProcs(edgeP)
@@ -486,21 +444,41 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 		stopStreams()
 		<-done
 	}
-	// What each task ended with: its chunks.
+	// What each task's log holds, to check every stream against; and
+	// when each event was stored, for the latency.
+	var logs map[string][]logEntry
+	if m.natsURL != "" {
+		progress("reading the event log")
+		if logs, err = readEventLog(ctx, m.natsURL, ids); err != nil {
+			return res, err
+		}
+	}
 	final := make([]int, ntasks)
-	if err := forEach(ctx, ntasks, 32, func(i int) error {
-		n, err := taskChunks(ctx, client, endpoint, ids[i])
-		final[i] = n
-		return err
-	}); err != nil {
-		return res, err
+	if logs == nil { // no log to check against: the chunks' numbers
+		if err := forEach(ctx, ntasks, 32, func(i int) error {
+			n, err := taskChunks(ctx, client, endpoint, ids[i])
+			final[i] = n
+			return err
+		}); err != nil {
+			return res, err
+		}
+	}
+	stored := map[uint64]int64{}
+	for _, l := range logs {
+		for _, e := range l {
+			stored[e.seq] = e.at
+		}
 	}
 	var lats []time.Duration
-	appendMu.Lock()
-	defer appendMu.Unlock()
 	for i, st := range streams {
 		res.Checked++
-		if msg := st.check(final[st.task]); msg != "" {
+		var msg string
+		if logs != nil {
+			msg = st.checkLog(logs[ids[st.task]])
+		} else {
+			msg = st.check(final[st.task])
+		}
+		if msg != "" {
 			res.Failed++
 			if len(res.Failures) < 10 {
 				res.Failures = append(res.Failures, fmt.Sprintf("stream %d (task %s): %s", i, ids[st.task], msg))
@@ -508,7 +486,7 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 		}
 		res.Events += st.receivedHold
 		for _, a := range st.arrivals {
-			if t, ok := appended[a.key]; ok {
+			if t, ok := stored[a.seq]; ok {
 				lats = append(lats, time.Duration(a.at-t))
 			}
 		}
@@ -779,13 +757,21 @@ func (st *benchStream) event(id uint64, data []byte, now time.Time, holdFrom int
 		return
 	}
 	st.lastID = id
+	if ev.Task == nil {
+		st.ids = append(st.ids, id)
+	}
 	switch {
 	case ev.Task != nil:
+		st.snapID = id
 		if len(st.chunks) > 0 || st.firstChunk != 0 {
 			st.fail = "a second snapshot"
 			return
 		}
 		st.firstChunk = artifactChunks(ev.Task.Artifacts)
+		if st.snapID == 0 {
+			st.fail = "a snapshot without an id"
+			return
+		}
 		if ev.Task.Status.State.Terminal() {
 			st.finalState, st.ended = ev.Task.Status.State, true
 		}
@@ -798,7 +784,7 @@ func (st *benchStream) event(id uint64, data []byte, now time.Time, holdFrom int
 		st.chunks = append(st.chunks, int32(n))
 		if holdFrom > 0 && now.UnixNano() >= holdFrom {
 			st.receivedHold++
-			st.arrivals = append(st.arrivals, arrival{key: chunkKey{int32(st.task), int32(n)}, at: now.UnixNano()})
+			st.arrivals = append(st.arrivals, arrival{seq: id, at: now.UnixNano()})
 		}
 	case ev.StatusUpdate != nil:
 		if ev.StatusUpdate.Status.State.Terminal() {
@@ -829,4 +815,125 @@ func (st *benchStream) check(last int) string {
 		return fmt.Sprintf("last chunk %d, the task has %d", want, last)
 	}
 	return ""
+}
+
+// checkLog says what is wrong with the stream ("" for nothing) against
+// its task's log: after its snapshot it must have received exactly the
+// log's stream items after the snapshot's id, in order, up to and
+// including the first final state.
+func (st *benchStream) checkLog(log []logEntry) string {
+	if st.fail != "" {
+		return st.fail
+	}
+	if !st.ended {
+		return "no final state"
+	}
+	var want []uint64
+	if !st.finalState.Terminal() || len(st.ids) > 0 {
+		for _, e := range log {
+			if e.seq <= st.snapID || !e.item {
+				continue
+			}
+			want = append(want, e.seq)
+			if e.final {
+				break
+			}
+		}
+	}
+	if !slices.Equal(st.ids, want) {
+		i := 0
+		for i < len(want) && i < len(st.ids) && want[i] == st.ids[i] {
+			i++
+		}
+		return fmt.Sprintf("received %d events after snapshot %d, the log has %d; first difference at #%d (received %v, log %v)",
+			len(st.ids), st.snapID, len(want), i, at(st.ids, i), at(want, i))
+	}
+	return ""
+}
+
+func at(v []uint64, i int) any {
+	if i < len(v) {
+		return v[i]
+	}
+	return "none"
+}
+
+// logEntry is one event of a task's log: its position, when it was
+// stored, whether a stream carries it (not the creation entry, not a
+// user turn) and whether it is a final state.
+type logEntry struct {
+	seq         uint64
+	at          int64
+	item, final bool
+}
+
+// readEventLog reads the whole event log (one ordered consumer) and
+// returns the entries of the tasks ids, by task.
+func readEventLog(ctx context.Context, natsURL string, ids []string) (map[string][]logEntry, error) {
+	nc, err := nats.Connect(natsURL, nats.Name("a2amesh-bench-streams"))
+	if err != nil {
+		return nil, fmt.Errorf("bench: connect to NATS: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	stream, err := js.Stream(ctx, "A2A_EVENTS")
+	if err != nil {
+		return nil, fmt.Errorf("bench: the event log: %w", err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	last := info.State.LastSeq
+	out := make(map[string][]logEntry, len(ids))
+	for _, id := range ids {
+		out[id] = nil
+	}
+	if last == 0 {
+		return out, nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.>"}})
+	if err != nil {
+		return nil, err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Stop()
+	for n := uint64(0); n <= last; n++ {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("bench: reading the event log: %w", err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil, err
+		}
+		id := strings.TrimPrefix(m.Subject(), "a2a.events.")
+		if l, ok := out[id]; ok {
+			var ev a2a.StreamResponse
+			if err := json.Unmarshal(m.Data(), &ev); err != nil {
+				return nil, fmt.Errorf("bench: event %d: %w", meta.Sequence.Stream, err)
+			}
+			e := logEntry{seq: meta.Sequence.Stream, at: meta.Timestamp.UnixNano()}
+			switch {
+			case ev.Task != nil:
+			case ev.Message != nil && ev.Message.Role == a2a.RoleUser:
+			default:
+				e.item = true
+				e.final = ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
+			}
+			out[id] = append(l, e)
+		}
+		if meta.Sequence.Stream >= last {
+			break
+		}
+	}
+	return out, nil
 }
