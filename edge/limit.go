@@ -1,11 +1,13 @@
 package edge
 
 import (
+	"crypto/rand"
 	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -24,8 +26,15 @@ import (
 // without auth, every client is then the proxy's one address: enable auth,
 // or limit at the proxy.
 //
-// Each edge limits on its own: N edges behind a load balancer let a
-// principal through at up to N×Rate.
+// The edges of a fleet share one budget per principal (limit_fleet.go):
+// each edge takes tokens from its own buckets, with no bus round trip on
+// a call, and every ShareEvery tells the others over the bus how many
+// calls it admitted per principal; each edge takes what the others
+// admitted out of its own bucket for that principal. Across N edges a
+// principal gets about Rate calls per second, not N×Rate; how far above
+// it can go is bounded in docs/configuration.md (--rate-limit). An edge
+// that hears nothing from the others (NATS down, a single edge) limits on
+// its own; it never waits for the bus. Edge.RunLimits runs the sharing.
 type Limits struct {
 	// Rate is the sustained calls per second allowed per principal; 0 (the
 	// default) turns limiting off.
@@ -39,6 +48,12 @@ type Limits struct {
 	// bound the least recently seen of a small sample is dropped, which can
 	// only hand that principal a fresh burst early.
 	MaxPrincipals int
+	// PerEdge limits on this edge alone, sharing nothing with the other
+	// edges: N edges then let a principal through at up to N×Rate.
+	PerEdge bool
+	// ShareEvery is how often the edge tells the other edges what it
+	// admitted (default 100ms): the lag of the fleet's shared budget.
+	ShareEvery time.Duration
 }
 
 // codeRateLimited is the JSON-RPC error code of a 429 answer: an
@@ -61,10 +76,23 @@ type limiter struct {
 	burst float64
 	max   int
 	now   func() time.Time
+	// floor is the lowest a bucket goes when other edges' spending is
+	// taken out of it (a debt; 0 without sharing): see maxDebtFactor.
+	floor float64
+	// every is how often spending is shared (0: not shared).
+	every time.Duration
+	// id tells this limiter's gossip apart from the other edges'.
+	id [8]byte
 
 	mu        sync.Mutex
 	buckets   map[string]*bucket
 	lastSweep time.Time
+	// unshared counts the calls admitted per principal since they were
+	// last told to the other edges (nil: not shared).
+	unshared map[string]uint32
+	// heardReports and badReports count the other edges' usage reports
+	// taken into account, and the reports ignored as undecodable.
+	heardReports, badReports atomic.Int64
 }
 
 type bucket struct {
@@ -88,8 +116,18 @@ func newLimiter(l Limits, now func() time.Time) *limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &limiter{rate: l.Rate, burst: float64(burst), max: maxP, now: now,
+	lim := &limiter{rate: l.Rate, burst: float64(burst), max: maxP, now: now,
 		buckets: map[string]*bucket{}, lastSweep: now()}
+	if !l.PerEdge {
+		lim.every = l.ShareEvery
+		if lim.every <= 0 {
+			lim.every = defaultShareEvery
+		}
+		lim.floor = -maxDebtFactor * math.Max(lim.burst, lim.rate)
+		lim.unshared = map[string]uint32{}
+		_, _ = rand.Read(lim.id[:])
+	}
+	return lim
 }
 
 // take takes one token from key's bucket. When none is left it takes
@@ -114,6 +152,7 @@ func (l *limiter) take(key string) (ok bool, wait time.Duration) {
 	}
 	if b.tokens >= 1 {
 		b.tokens--
+		l.spent(key)
 		return true, 0
 	}
 	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))

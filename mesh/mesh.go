@@ -193,6 +193,11 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	}
 	ecfg.PushDeliverer = pusher
 	e := edge.New(ecfg)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		_ = e.RunLimits(runCtx) // rate limits shared with other edges on the bus, until runCtx ends
+	}()
 	if pusher != nil {
 		ran := make(chan error, 1)
 		m.wg.Add(1)

@@ -23,6 +23,7 @@ type edgeFlags struct {
 	authFile                              *string
 	rateLimit                             *float64
 	rateBurst                             *int
+	rateScope                             *string
 	push                                  *pushFlags
 	metrics                               *bool
 	lostGrace                             *time.Duration
@@ -82,8 +83,9 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		// auth every client behind one NAT, proxy or ingress is one IP and
 		// would share one bucket, and load tests (bench) drive an edge from
 		// one host; the rate a principal deserves is the operator's call.
-		rateLimit:       fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "JSON-RPC calls per second allowed per principal (per client IP without auth), on each edge; past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
+		rateLimit:       fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "calls per second allowed per principal (per client IP without auth), over every binding; across the whole fleet of edges on one NATS (see --rate-limit-scope); past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
 		rateBurst:       fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
+		rateScope:       fs.String("rate-limit-scope", envOr("A2AMESH_RATE_LIMIT_SCOPE", "fleet"), `"fleet": --rate-limit holds for the edges together, which tell each other over NATS every 100ms what they admitted (no NATS round trip on a call; an edge that hears nothing limits on its own); "edge": each edge limits on its own, so N edges admit up to N×rate (env A2AMESH_RATE_LIMIT_SCOPE)`),
 		push:            addPushFlags(fs),
 		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop (crashed, or cut off with a NATS node): sends wait in its queue instead of failing with unknown agent; 0 turns it off (env A2AMESH_LOST_GRACE)"),
 		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
@@ -124,7 +126,10 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	if *f.rateLimit < 0 || *f.rateBurst < 0 {
 		return c, fmt.Errorf("--rate-limit and --rate-burst must not be negative")
 	}
-	c.Limits = edge.Limits{Rate: *f.rateLimit, Burst: *f.rateBurst}
+	if *f.rateScope != "fleet" && *f.rateScope != "edge" {
+		return c, fmt.Errorf("--rate-limit-scope must be fleet or edge, not %q", *f.rateScope)
+	}
+	c.Limits = edge.Limits{Rate: *f.rateLimit, Burst: *f.rateBurst, PerEdge: *f.rateScope == "edge"}
 	push, err := f.push.config()
 	if err != nil {
 		return c, err

@@ -476,6 +476,11 @@ func runEdge(ctx context.Context, args []string) error {
 	}
 	cfg.PushDeliverer = pusher
 	e := edge.New(cfg)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = e.RunLimits(rctx) // rate limits shared with the other edges (--rate-limit-scope), until rctx ends
+	}()
 	gate.Open(e)
 	opened.Store(true)
 	ran := make(chan error, 1) // push delivery's end: a configuration error, or nil once rctx ends
