@@ -16,50 +16,72 @@ import (
 // task was never acknowledged to its client, but it should not sit in
 // ListTasks forever. The first sweep runs StaleAfter after start (so a
 // restarted mesh picks up what the crash stranded), then every SweepEvery.
+//
+// A sweep never reads the task bucket. It reads this agent's entries of
+// the task index (bus/index.go) written since the previous sweep's bound,
+// up to StaleAfter ago: the index keeps one entry per task, moved to the
+// end at every status change, so an entry still saying "submitted" there
+// is a task that has not moved since it was created (or given a new turn)
+// at least StaleAfter ago. Each entry is read about once per worker, so a
+// sweep costs the tasks created since the last one, not the tasks kept.
+// The first sweep looks back SweepLookback.
 func (w *Worker) janitor(ctx context.Context) {
 	jitter := time.Duration(rand.Int64N(int64(w.StaleAfter/4) + 1))
 	t := time.NewTimer(w.StaleAfter + jitter)
 	defer t.Stop()
+	since := time.Now().Add(-SweepLookback)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		w.sweep(ctx)
+		since = w.sweep(ctx, since)
 		t.Reset(w.SweepEvery + jitter)
 	}
 }
 
-// sweep re-enqueues this agent's tasks submitted over StaleAfter ago that
-// have no work item queued or held.
-func (w *Worker) sweep(ctx context.Context) {
+// SweepLookback is how far back the first sweep of a worker looks for
+// stranded tasks. A task stranded longer before the worker started stays
+// submitted until its client retries the send (which re-enqueues it) or
+// retention removes it.
+var SweepLookback = time.Hour
+
+// sweep re-enqueues this agent's tasks whose index entry was written at
+// or after since and over StaleAfter ago, and still says submitted, when
+// no work item is queued or held for them. It returns where the next
+// sweep starts: the bound this one reached, or since again if it failed.
+func (w *Worker) sweep(ctx context.Context, since time.Time) time.Time {
 	cutoff := time.Now().Add(-w.StaleAfter)
-	recs, err := w.Bus.ListTasks(ctx, func(r *bus.TaskRecord) bool {
-		if r.Agent != w.Name || r.Task.Status.State != a2a.StateSubmitted {
-			return false
+	var ids []string
+	err := w.Bus.ReadIndex(ctx, bus.IndexQuery{AnyOwner: true, Agent: w.Name}, since, func(e bus.IndexEntry) bool {
+		if e.Written.After(cutoff) {
+			return false // entries come in the order they were written
 		}
-		at, err := a2a.ParseTime(r.Updated)
-		return err == nil && at.Before(cutoff)
+		if e.State == a2a.StateSubmitted {
+			ids = append(ids, e.TaskID)
+		}
+		return true
 	})
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Logger.Warn("sweep for stranded tasks failed", "err", err)
 		}
-		return
+		return since
 	}
 	lc := tasks.New(w.Bus, tasks.Config{})
-	for _, r := range recs {
-		// The scan may have come from a replica behind the log: Requeue
-		// confirms through the leader that the task is still waiting.
-		requeued, err := lc.Requeue(ctx, r.Task.ID)
+	for _, id := range ids {
+		// The entry may be behind its task: Requeue confirms through
+		// the leader that the task is still waiting with nothing queued.
+		requeued, err := lc.Requeue(ctx, id)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
-				w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", r.Task.ID, "err", err)
+				w.Logger.Warn("re-enqueue of a stranded task failed", "task_id", id, "err", err)
 			}
 		case requeued:
-			w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", r.Task.ID)
+			w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", id)
 		}
 	}
+	return cutoff
 }

@@ -109,6 +109,8 @@ type Bus struct {
 	work     jetstream.Stream
 	tasks    jetstream.KeyValue
 	registry jetstream.KeyValue
+	// indexStream is the task index (index.go).
+	indexStream jetstream.Stream
 }
 
 // Open ensures the streams and buckets exist (creating or updating them)
@@ -168,6 +170,21 @@ func (b *Bus) ensure(ctx context.Context) error {
 		MaxMsgs:     100_000,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
+	}, {
+		Name:        StreamIndex,
+		Description: "a2amesh: one entry per task, in the order tasks last changed status",
+		Subjects:    []string{subjIndexPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		// An entry lives as long as its task: both age out Retention
+		// after their last write, and both are bounded by MaxTasks
+		// (Trim evicts a task's entry with it).
+		MaxAge:            c.Retention,
+		MaxMsgsPerSubject: 1,
+		MaxMsgs:           c.MaxTasks,
+		Discard:           jetstream.DiscardOld,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		AllowDirect:       b.allowDirect(),
 	}}
 	for _, sc := range streams {
 		if _, err := b.ensureStream(ctx, sc); err != nil {
@@ -180,6 +197,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	}
 	if b.work, err = b.js.Stream(ctx, StreamWork); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamWork, err)
+	}
+	if b.indexStream, err = b.js.Stream(ctx, StreamIndex); err != nil {
+		return fmt.Errorf("bus: stream %s: %w", StreamIndex, err)
 	}
 	kvs := []struct {
 		dst *jetstream.KeyValue

@@ -6,12 +6,14 @@ package bus
 //	A2A_EVENTS   stream, Limits      a2a.events.<taskId>    each task's event log (seq = SSE id)
 //	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
 //	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
+//	A2A_INDEX    stream, Limits      a2a.index.<owner>.<agent>.<context>.<taskId>  one entry per task, in order of last status change (index.go)
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
 const (
 	StreamWork   = "A2A_WORK"
 	StreamEvents = "A2A_EVENTS"
 	StreamDead   = "A2A_DEAD"
+	StreamIndex  = "A2A_INDEX"
 
 	BucketTasks    = "A2A_TASKS"
 	BucketRegistry = "A2A_REGISTRY"
@@ -19,6 +21,7 @@ const (
 	subjWorkPrefix    = "a2a.work."
 	subjEventsPrefix  = "a2a.events."
 	subjDeadPrefix    = "a2a.dead."
+	subjIndexPrefix   = "a2a.index."
 	subjControlPrefix = "a2a.control."
 )
 

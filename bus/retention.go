@@ -301,6 +301,9 @@ func (b *Bus) evict(ctx context.Context, kvs, push jetstream.Stream, id string, 
 			}
 		}
 	}
+	if err := b.removeIndex(ctx, &rec); err != nil {
+		return false, err
+	}
 	// Only the snapshot judged here: one stored since (a writer racing the
 	// eviction) stays, and reads consistently without the log.
 	err := kvs.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1))

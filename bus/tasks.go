@@ -65,6 +65,9 @@ type TaskRecord struct {
 	Events int64 `json:"events,omitempty"`
 
 	rev uint64 // KV revision this record was read at
+	// indexed is the status (indexKey) of the task's last index entry
+	// this record knows of: a store writes the entry when it differs.
+	indexed string
 }
 
 // clone returns a copy whose slices can be appended to without touching r.
@@ -125,7 +128,9 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 	if err != nil {
 		return nil, err
 	}
+	indexed := b.indexAsync(rec)
 	rev, err := b.tasks.Create(ctx, rec.Task.ID, data)
+	indexed(ctx)
 	if err != nil {
 		// The log has the task; the next reader repairs the snapshot.
 		return rec, nil
@@ -179,6 +184,7 @@ func (b *Bus) getStored(ctx context.Context, id string) (*TaskRecord, error) {
 		return nil, fmt.Errorf("bus: decode task %s: %w", id, err)
 	}
 	rec.rev = e.Revision()
+	rec.indexed = indexKey(&rec) // stored with its entry
 	return &rec, nil
 }
 
@@ -255,12 +261,16 @@ func (b *Bus) store(ctx context.Context, rec *TaskRecord, create bool) bool {
 	if err != nil {
 		return false
 	}
+	// The entry is written whether or not this store wins its race: it
+	// says what the log already holds.
+	indexed := b.indexAsync(rec)
 	var rev uint64
 	if create {
 		rev, err = b.tasks.Create(ctx, rec.Task.ID, data)
 	} else {
 		rev, err = b.tasks.Update(ctx, rec.Task.ID, data, rec.rev)
 	}
+	indexed(ctx)
 	if err != nil {
 		return false
 	}

@@ -3,7 +3,8 @@ package service
 import (
 	"context"
 	"encoding/base64"
-	"sort"
+	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,48 +87,144 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		after = t
 	}
-	var cursor *listCursor
+	var before uint64
 	if req.PageToken != "" {
-		cur, ok := decodeCursor(req.PageToken)
+		seq, ok := decodeCursor(req.PageToken)
 		if !ok {
 			return nil, a2a.ErrInvalidParams.With("Invalid parameters: pageToken is not valid")
 		}
-		cursor = cur
+		before = seq
 	}
-	recs, err := s.bus.ListTasks(ctx, func(r *bus.TaskRecord) bool {
+	q := bus.IndexQuery{Owner: c.Principal, ContextID: req.ContextID}
+	if c.pinned {
+		q.Agent = c.agent
+	}
+	state := req.Status
+	if state == a2a.StateUnspecified {
+		state = ""
+	}
+	keep := func(r *bus.TaskRecord) bool {
 		switch {
 		case r.Owner != c.Principal:
 		case c.pinned && r.Agent != c.agent:
 		case req.ContextID != "" && r.Task.ContextID != req.ContextID:
-		case req.Status != "" && req.Status != a2a.StateUnspecified && r.Task.Status.State != req.Status:
+		case state != "" && r.Task.Status.State != state:
 		case !after.IsZero() && statusTime(r).Before(after):
 		default:
 			return true
 		}
 		return false
+	}
+	// hint says whether an index entry may stand for a task that passes
+	// the state and time filters: a terminal state is the task's last,
+	// so such an entry is the truth about both; any other entry may be
+	// behind its task, which is then read to decide.
+	hint := func(e bus.IndexEntry) bool {
+		if !e.State.Terminal() {
+			return true
+		}
+		if state != "" && e.State != state {
+			return false
+		}
+		if !after.IsZero() {
+			if t, err := a2a.ParseTime(e.StatusTime); err == nil && t.Before(after) {
+				return false
+			}
+		}
+		return true
+	}
+	var (
+		recs    []*bus.TaskRecord
+		lastSeq uint64
+		more    bool
+		readErr error
+	)
+	err = s.bus.ScanIndex(ctx, q, before, size+1, func(e bus.IndexEntry) bool {
+		if !after.IsZero() && e.Written.Before(after.Add(-indexSkew)) {
+			return false // written before the bound: so are all older entries
+		}
+		if !hint(e) {
+			return true
+		}
+		r, err := s.bus.ReadTask(ctx, e.TaskID)
+		if errors.Is(err, bus.ErrTaskNotFound) {
+			return true // evicted or expired since
+		}
+		if err != nil {
+			readErr = err
+			return false
+		}
+		if !keep(r) {
+			return true
+		}
+		if len(recs) == size {
+			more = true
+			return false
+		}
+		recs, lastSeq = append(recs, r), e.Seq
+		return true
 	})
+	if err == nil {
+		err = readErr
+	}
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(recs, func(i, j int) bool { return before(recs[i], recs[j]) })
-	start := 0
-	if cursor != nil {
-		start = sort.Search(len(recs), func(i int) bool { return cursor.less(recs[i]) })
+	total, err := s.countTasks(ctx, q, state, after, hint)
+	if err != nil {
+		return nil, err
 	}
-	end := min(start+size, len(recs))
-	out := &a2a.ListTasksResponse{Tasks: make([]a2a.Task, 0, end-start), PageSize: size, TotalSize: len(recs)}
+	out := &a2a.ListTasksResponse{Tasks: make([]a2a.Task, 0, len(recs)), PageSize: size, TotalSize: max(total, len(recs))}
 	includeArtifacts := req.IncludeArtifacts != nil && *req.IncludeArtifacts
-	for _, r := range recs[start:end] {
+	for _, r := range recs {
 		t := r.Task.WithHistory(historyLen(req.HistoryLength))
 		if !includeArtifacts {
 			t.Artifacts = nil
 		}
 		out.Tasks = append(out.Tasks, t)
 	}
-	if end < len(recs) {
-		out.NextPageToken = encodeCursor(recs[end-1])
+	if more {
+		out.NextPageToken = encodeCursor(lastSeq)
 	}
 	return out, nil
+}
+
+// indexSkew is how much earlier than its index entry a task's status
+// timestamp may be (the writer's clock against the server's, and the
+// time between the two writes): a statusTimestampAfter bound stops the
+// scan only at entries written this long before it.
+const indexSkew = time.Minute
+
+// countTasks is ListTasks' totalSize. Without a state or time filter the
+// server counts the index entries under the owner, agent and context
+// subject filter without reading them. With one, the entries are read
+// (small, never the snapshots) and judged by the status they record: a
+// running task whose entry is behind counts as its entry says.
+func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, state a2a.TaskState, after time.Time, hint func(bus.IndexEntry) bool) (int, error) {
+	if state == "" && after.IsZero() {
+		return s.bus.CountIndex(ctx, q)
+	}
+	var since time.Time
+	if !after.IsZero() {
+		since = after.Add(-indexSkew)
+	}
+	n := 0
+	err := s.bus.ReadIndex(ctx, q, since, func(e bus.IndexEntry) bool {
+		if !hint(e) {
+			return true
+		}
+		if state != "" && e.State != state {
+			return true
+		}
+		if !after.IsZero() {
+			if t, err := a2a.ParseTime(e.StatusTime); err == nil && t.Before(after) {
+				return true
+			}
+		}
+		n++
+		return true
+	})
+	return n, err
 }
 
 // GetExtendedAgentCardRequest is the request of GetExtendedAgentCard.
@@ -154,46 +251,26 @@ func statusTime(r *bus.TaskRecord) time.Time {
 	return time.Time{}
 }
 
-// before orders tasks newest status first, then by id.
-func before(a, b *bus.TaskRecord) bool {
-	ta, tb := statusTime(a), statusTime(b)
-	if !ta.Equal(tb) {
-		return ta.After(tb)
-	}
-	return a.Task.ID < b.Task.ID
+// A page token is the index position of the page's last task: the next
+// page starts below it.
+const cursorPrefix = "i"
+
+func encodeCursor(seq uint64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatUint(seq, 10)))
 }
 
-// listCursor is the position after the last task of a page.
-type listCursor struct {
-	t  time.Time
-	id string
-}
-
-// less reports whether r comes after the cursor position.
-func (c *listCursor) less(r *bus.TaskRecord) bool {
-	t := statusTime(r)
-	if !t.Equal(c.t) {
-		return t.Before(c.t)
-	}
-	return r.Task.ID > c.id
-}
-
-func encodeCursor(r *bus.TaskRecord) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(statusTime(r).UTC().Format(time.RFC3339Nano) + "|" + r.Task.ID))
-}
-
-func decodeCursor(s string) (*listCursor, bool) {
+func decodeCursor(s string) (uint64, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return nil, false
+		return 0, false
 	}
-	ts, id, ok := strings.Cut(string(b), "|")
-	if !ok || !bus.ValidToken(id) {
-		return nil, false
+	n, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return 0, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return nil, false
+	seq, err := strconv.ParseUint(n, 10, 64)
+	if err != nil || seq == 0 {
+		return 0, false
 	}
-	return &listCursor{t: t, id: id}, true
+	return seq, true
 }

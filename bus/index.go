@@ -1,0 +1,362 @@
+package bus
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The task index (stream A2A_INDEX) answers "which tasks of this caller,
+// newest first" without reading every snapshot. Each task has one entry,
+// on a subject naming who and what it belongs to:
+//
+//	a2a.index.<owner>.<agent>.<context>.<taskId>
+//
+// <owner> and <context> are hashes of the principal and the context id
+// (subject tokens cannot hold every string); <agent> and <taskId> are
+// tokens already. The stream keeps one message per subject, so a task's
+// entry moves to the end of the stream each time it is written: the
+// stream's order is the order in which tasks last changed status. An entry
+// is written when a task is created and whenever its snapshot is stored
+// with a status (state or timestamp) the index has not seen: every final
+// or interrupted state, a new user turn, and, while an agent runs, at most
+// as often as the worker stores snapshots.
+//
+// A filter by owner, agent and context is a subject filter the server
+// applies itself, so a page of ListTasks costs about its own size: a few
+// reads of entries going back from the end of the stream, then the page's
+// snapshots. An entry is a hint, never the truth: the caller reads each
+// task it lists (a hash collision, an entry of an evicted task, or an
+// entry behind its task are all caught there).
+
+// IndexEntry is one task's entry in the index.
+type IndexEntry struct {
+	// Seq is the entry's position in the index; entries with a higher
+	// Seq changed later.
+	Seq uint64
+	// Written is when the entry was stored.
+	Written time.Time
+	// TaskID and Agent of the task, and its owner's hash.
+	TaskID, Agent, Owner string
+	// State and StatusTime are the task's status when the entry was
+	// written.
+	State      a2a.TaskState
+	StatusTime string
+}
+
+// indexValue is an entry's payload.
+type indexValue struct {
+	State a2a.TaskState `json:"s"`
+	At    string        `json:"t,omitempty"`
+}
+
+// IndexQuery selects index entries.
+type IndexQuery struct {
+	// Owner is the principal whose tasks are listed ("" for the tasks of
+	// no principal).
+	Owner string
+	// Agent, when set, keeps that agent's tasks only.
+	Agent string
+	// ContextID, when set, keeps the tasks of that context only.
+	ContextID string
+	// AnyOwner lists the tasks of every owner (Owner is ignored): for
+	// the mesh's own upkeep, never for a caller.
+	AnyOwner bool
+}
+
+func (q IndexQuery) filter() string {
+	owner := "*"
+	if !q.AnyOwner {
+		owner = hashToken(q.Owner)
+	}
+	agent, ctx := "*", "*"
+	if q.Agent != "" {
+		agent = q.Agent
+	}
+	if q.ContextID != "" {
+		ctx = hashToken(q.ContextID)
+	}
+	if ctx == "*" {
+		return subjIndexPrefix + owner + "." + agent + ".>"
+	}
+	return subjIndexPrefix + owner + "." + agent + "." + ctx + ".*"
+}
+
+// hashToken turns any string into a subject token: "_" for the empty
+// string, else 22 characters of a SHA-256 (132 bits; a collision only
+// costs a read, since every listed task is checked).
+func hashToken(s string) string {
+	if s == "" {
+		return "_"
+	}
+	sum := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(sum[:])[:22]
+}
+
+// indexSubject is the subject of rec's entry.
+func indexSubject(rec *TaskRecord) string {
+	return subjIndexPrefix + hashToken(rec.Owner) + "." + rec.Agent + "." + hashToken(rec.Task.ContextID) + "." + rec.Task.ID
+}
+
+// indexKey is what an entry says of rec: its status.
+func indexKey(rec *TaskRecord) string {
+	return string(rec.Task.Status.State) + "|" + rec.Task.Status.Timestamp
+}
+
+func indexMsg(rec *TaskRecord) (*nats.Msg, error) {
+	if !ValidToken(rec.Agent) || !ValidToken(rec.Task.ID) {
+		return nil, fmt.Errorf("bus: task %q of agent %q cannot be indexed", rec.Task.ID, rec.Agent)
+	}
+	data, err := json.Marshal(indexValue{State: rec.Task.Status.State, At: rec.Task.Status.Timestamp})
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: indexSubject(rec), Data: data}, nil
+}
+
+// indexAsync starts writing rec's entry when its status is not indexed
+// yet; the returned wait (never nil) finishes the write, retrying it
+// through a failover. Started before the snapshot's own store, the entry
+// costs no extra round trip. A failed entry is logged by nobody: the task
+// stays whole (its log and snapshot do not depend on it) and its next
+// status change writes the entry again.
+func (b *Bus) indexAsync(rec *TaskRecord) func(ctx context.Context) {
+	key := indexKey(rec)
+	if rec.indexed == key {
+		return func(context.Context) {}
+	}
+	msg, err := indexMsg(rec)
+	if err != nil {
+		return func(context.Context) {}
+	}
+	fut, err := b.js.PublishMsgAsync(msg)
+	return func(ctx context.Context) {
+		if err == nil {
+			select {
+			case <-fut.Ok():
+				rec.indexed = key
+				return
+			case <-fut.Err():
+			case <-ctx.Done():
+				return
+			case <-time.After(attemptTimeout):
+			}
+		}
+		// Repeating an entry is harmless: the stream keeps the last.
+		if _, err := b.publish(ctx, msg); err == nil {
+			rec.indexed = key
+		}
+	}
+}
+
+// index writes rec's entry now (see indexAsync).
+func (b *Bus) index(ctx context.Context, rec *TaskRecord) { b.indexAsync(rec)(ctx) }
+
+// removeIndex deletes rec's entry (eviction).
+func (b *Bus) removeIndex(ctx context.Context, rec *TaskRecord) error {
+	if !ValidToken(rec.Agent) || !ValidToken(rec.Task.ID) {
+		return nil
+	}
+	return b.indexStream.Purge(ctx, jetstream.WithPurgeSubject(indexSubject(rec)))
+}
+
+func parseIndexMsg(m *jetstream.RawStreamMsg) (IndexEntry, bool) {
+	rest, ok := strings.CutPrefix(m.Subject, subjIndexPrefix)
+	if !ok {
+		return IndexEntry{}, false
+	}
+	tok := strings.Split(rest, ".")
+	if len(tok) != 4 {
+		return IndexEntry{}, false
+	}
+	var v indexValue
+	if json.Unmarshal(m.Data, &v) != nil {
+		return IndexEntry{}, false
+	}
+	return IndexEntry{Seq: m.Sequence, Written: m.Time, Owner: tok[0], Agent: tok[1], TaskID: tok[3], State: v.State, StatusTime: v.At}, true
+}
+
+// indexEntriesRead counts the entries ScanIndex fetched (for tests).
+var indexEntriesRead atomic.Int64
+
+// scanWindowMin and scanWindowMax bound the span of index sequences one
+// step of ScanIndex reads.
+const (
+	scanWindowMin = 32
+	scanWindowMax = 1 << 20
+)
+
+// ScanIndex calls fn with the entries q selects, newest first, starting
+// below sequence before (0: from the newest), until fn returns false or
+// the entries run out. want is how many entries the caller expects to
+// take (a page), which sizes its reads: it reads back from the end of the
+// stream in windows of sequences, each read forward by the server's
+// subject filter, widening them while they come back sparse, so a page
+// costs about its size in reads however many tasks the stream holds.
+func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) bool) error {
+	filter := q.filter()
+	info, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
+	if err != nil {
+		return fmt.Errorf("bus: task index: %w", err)
+	}
+	first, hi := info.State.FirstSeq, info.State.LastSeq+1
+	if before > 0 && before < hi {
+		hi = before
+	}
+	want = max(want, 1)
+	w := uint64(max(2*want, scanWindowMin))
+	for hi > first && hi > 1 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lo := max(first, hi-min(w, hi-1))
+		var batch []IndexEntry
+		err := b.indexConsumer(ctx, filter, lo, time.Time{}, func(c jetstream.Consumer) error {
+			return readEntries(c, hi, func(e IndexEntry) bool {
+				indexEntriesRead.Add(1)
+				batch = append(batch, e)
+				return true
+			})
+		})
+		if err != nil {
+			return err
+		}
+		for i := len(batch) - 1; i >= 0; i-- {
+			if !fn(batch[i]) {
+				return nil
+			}
+			want--
+		}
+		hi = lo
+		// Size the next window for what is still wanted at the density
+		// just seen, growing at most fourfold.
+		switch {
+		case len(batch) == 0:
+			w *= 4
+		default:
+			per := float64(w) / float64(len(batch)) // sequences per entry
+			w = min(4*w, uint64(per*float64(max(want, 1)))+scanWindowMin)
+		}
+		w = min(max(w, scanWindowMin), scanWindowMax)
+	}
+	return nil
+}
+
+// CountIndex counts the entries q selects. The server counts them from
+// its subject index without reading them.
+func (b *Bus) CountIndex(ctx context.Context, q IndexQuery) (int, error) {
+	n := 0
+	err := b.indexConsumer(ctx, q.filter(), 0, time.Time{}, func(c jetstream.Consumer) error {
+		n = int(c.CachedInfo().NumPending)
+		return nil
+	})
+	return n, err
+}
+
+// ReadIndex calls fn with every entry q selects that was written at or
+// after since, oldest first, until fn returns false. It streams the
+// entries through one consumer: its cost is the entries read.
+func (b *Bus) ReadIndex(ctx context.Context, q IndexQuery, since time.Time, fn func(IndexEntry) bool) error {
+	return b.indexConsumer(ctx, q.filter(), 0, since, func(c jetstream.Consumer) error {
+		return readEntries(c, 0, fn)
+	})
+}
+
+// readEntries hands fn the entries c had pending when it was made, up to
+// sequence end (exclusive; 0: no bound), until fn returns false. Entries
+// written after c was made are newer than any caller asked for.
+func readEntries(c jetstream.Consumer, end uint64, fn func(IndexEntry) bool) error {
+	left := int(c.CachedInfo().NumPending)
+	for left > 0 {
+		batch, err := c.Fetch(min(left, 1000), jetstream.FetchMaxWait(attemptTimeout))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			left--
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if end > 0 && meta.Sequence.Stream >= end {
+				return nil
+			}
+			e, ok := parseIndexMsg(&jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: meta.Sequence.Stream, Data: m.Data(), Time: meta.Timestamp})
+			if ok && !fn(e) {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return err
+		}
+		if got == 0 {
+			return errors.New("index read stalled")
+		}
+	}
+	return nil
+}
+
+// indexConsumer runs fn with a short-lived consumer of the entries the
+// filter selects, from sequence start, or time since, or the beginning,
+// and deletes it after. It is served by the stream's leader, so it sees
+// every entry already acknowledged.
+func (b *Bus) indexConsumer(ctx context.Context, filter string, start uint64, since time.Time, fn func(jetstream.Consumer) error) error {
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     filter,
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: 30 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	switch {
+	case start > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	case !since.IsZero():
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	c, err := read(ctx, func(c context.Context) (jetstream.Consumer, error) {
+		return b.js.CreateConsumer(c, StreamIndex, cfg)
+	})
+	if err != nil {
+		return fmt.Errorf("bus: task index: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+		defer cancel()
+		_ = b.js.DeleteConsumer(dctx, StreamIndex, c.CachedInfo().Name)
+	}()
+	if err := fn(c); err != nil {
+		return fmt.Errorf("bus: task index: %w", err)
+	}
+	return nil
+}
+
+// ReadTask reads task id as a listing shows it: its stored snapshot, with
+// the log's newer events folded in when it is not final (workers store
+// running tasks' snapshots only now and then). Nothing is stored.
+func (b *Bus) ReadTask(ctx context.Context, id string) (*TaskRecord, error) {
+	rec, err := b.getStored(ctx, id)
+	if errors.Is(err, ErrTaskNotFound) && ValidToken(id) {
+		return b.LoadTask(ctx, id) // the creator may have died before storing
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !rec.Task.Status.State.Final() {
+		rec = b.refresh(ctx, rec)
+	}
+	return rec, nil
+}

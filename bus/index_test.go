@@ -1,0 +1,138 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func indexIDs(t *testing.T, b *Bus, q IndexQuery, before uint64, n int) ([]string, []uint64) {
+	t.Helper()
+	var ids []string
+	var seqs []uint64
+	require.NoError(t, b.ScanIndex(context.Background(), q, before, n, func(e IndexEntry) bool {
+		if len(ids) == n {
+			return false
+		}
+		ids, seqs = append(ids, e.TaskID), append(seqs, e.Seq)
+		return true
+	}))
+	return ids, seqs
+}
+
+// The index lists a caller's tasks newest change first, pages back from
+// any entry, filters by owner, agent and context on the server, and moves
+// a task to the front when its status changes.
+func TestIndexListsNewestChangeFirst(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	recs := map[string]*TaskRecord{}
+	for i := 0; i < 30; i++ {
+		r := newRecord(fmt.Sprintf("t%02d", i))
+		if i%3 == 0 {
+			r.Owner = "bob"
+		}
+		if i%5 == 0 {
+			r.Agent = "other"
+		}
+		r.Task.ContextID = fmt.Sprintf("ctx-%d", i%2)
+		rec, err := b.CreateTask(ctx, r)
+		require.NoError(t, err)
+		recs[rec.Task.ID] = rec
+	}
+	alice := IndexQuery{Owner: "alice"}
+	var want []string
+	for i := 29; i >= 0; i-- {
+		if i%3 != 0 {
+			want = append(want, fmt.Sprintf("t%02d", i))
+		}
+	}
+	got, seqs := indexIDs(t, b, alice, 0, 100)
+	require.Equal(t, want, got, "alice's tasks, newest first")
+	n, err := b.CountIndex(ctx, alice)
+	require.NoError(t, err)
+	assert.Equal(t, len(want), n)
+
+	// Paging: below the 7th entry come the rest, in order.
+	rest, _ := indexIDs(t, b, alice, seqs[6], 100)
+	assert.Equal(t, want[7:], rest)
+
+	// Agent and context filters.
+	got, _ = indexIDs(t, b, IndexQuery{Owner: "alice", Agent: "other"}, 0, 100)
+	assert.Equal(t, []string{"t25", "t20", "t10", "t05"}, got)
+	got, _ = indexIDs(t, b, IndexQuery{Owner: "alice", ContextID: "ctx-1"}, 0, 100)
+	for _, id := range got {
+		assert.Equal(t, "ctx-1", recs[id].Task.ContextID)
+	}
+	assert.Len(t, got, 10)
+
+	// A status change moves the task to the front, with its new state.
+	_, _, err = b.UpdateTask(ctx, "t01", recs["t01"], func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("t01", a2a.StateCompleted), nil
+	})
+	require.NoError(t, err)
+	var first IndexEntry
+	require.NoError(t, b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) bool { first = e; return false }))
+	assert.Equal(t, "t01", first.TaskID)
+	assert.Equal(t, a2a.StateCompleted, first.State)
+	n, err = b.CountIndex(ctx, alice)
+	require.NoError(t, err)
+	assert.Equal(t, len(want), n, "one entry per task")
+
+	// Every owner, for the janitor, oldest first from a time.
+	var all int
+	require.NoError(t, b.ReadIndex(ctx, IndexQuery{AnyOwner: true}, time.Now().Add(-time.Minute), func(IndexEntry) bool { all++; return true }))
+	assert.Equal(t, 30, all)
+}
+
+// A page costs about its size: with many tasks of other owners in the
+// way, reading the newest page of one owner stops early, and a sparse
+// owner's tasks far back are still found.
+func TestIndexScanReadsAboutAPage(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	mk := func(id, owner string) {
+		r := newRecord(id)
+		r.Owner = owner
+		_, err := b.CreateTask(ctx, r)
+		require.NoError(t, err)
+	}
+	mk("rare-old", "carol")
+	for i := 0; i < 400; i++ {
+		mk(fmt.Sprintf("n%03d", i), "alice")
+	}
+	got, _ := indexIDs(t, b, IndexQuery{Owner: "carol"}, 0, 10)
+	assert.Equal(t, []string{"rare-old"}, got)
+
+	calls := 0
+	before := indexEntriesRead.Load()
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 10, func(IndexEntry) bool {
+		calls++
+		return calls < 10
+	}))
+	assert.Equal(t, 10, calls)
+	assert.LessOrEqual(t, indexEntriesRead.Load()-before, int64(40), "a page of 10 reads a window near its size, not the 400 entries")
+}
+
+// Eviction removes a task's entry with the task.
+func TestTrimRemovesIndexEntries(t *testing.T) {
+	b := openTestBus(t, Config{MaxTasks: 20})
+	ctx := context.Background()
+	for i := 0; i < 25; i++ {
+		_, err := b.CreateTask(ctx, newRecord(fmt.Sprintf("e%02d", i)))
+		require.NoError(t, err)
+	}
+	_, err := b.Trim(ctx)
+	require.NoError(t, err)
+	kv, err := b.tasks.Status(ctx)
+	require.NoError(t, err)
+	n, err := b.CountIndex(ctx, IndexQuery{Owner: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, int(kv.Values()), n, "one entry per task kept")
+	assert.Less(t, n, 25)
+}
