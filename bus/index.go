@@ -360,3 +360,28 @@ func (b *Bus) ReadTask(ctx context.Context, id string) (*TaskRecord, error) {
 	}
 	return rec, nil
 }
+
+// backfillIndex writes the entries of a store that has tasks but no index
+// (a mesh upgraded from a release without one): once, by scanning the
+// task bucket. Several processes doing it at once write the same entries.
+// An entry racing a live write may come out behind its task, which
+// readers allow for (an entry is a hint), and the task's next status
+// change sets it right.
+func (b *Bus) backfillIndex(ctx context.Context) (int, error) {
+	ii, err := b.indexStream.Info(ctx)
+	if err != nil || ii.State.LastSeq > 0 {
+		return 0, err
+	}
+	ks, err := b.js.Stream(ctx, kvStreamName)
+	if err != nil || ks.CachedInfo().State.Msgs == 0 {
+		return 0, err
+	}
+	n := 0
+	_, err = b.ListTasks(ctx, func(r *TaskRecord) bool {
+		r.indexed = ""
+		b.index(ctx, r)
+		n++
+		return false
+	})
+	return n, err
+}

@@ -136,3 +136,29 @@ func TestTrimRemovesIndexEntries(t *testing.T) {
 	assert.Equal(t, int(kv.Values()), n, "one entry per task kept")
 	assert.Less(t, n, 25)
 }
+
+// A store written before the index existed gets its entries once.
+func TestIndexBackfilledForAnOlderStore(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		_, err := b.CreateTask(ctx, newRecord(fmt.Sprintf("old%d", i)))
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.indexStream.Purge(ctx)) // as if they predate the index
+	n, err := b.CountIndex(ctx, IndexQuery{Owner: "alice"})
+	require.NoError(t, err)
+	require.Zero(t, n)
+	// The purge leaves the stream's last sequence: start from a new one.
+	require.NoError(t, b.js.DeleteStream(ctx, StreamIndex))
+	require.NoError(t, b.ensure(ctx))
+	done, err := b.backfillIndex(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 5, done)
+	n, err = b.CountIndex(ctx, IndexQuery{Owner: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, 5, n)
+	done, err = b.backfillIndex(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, done, "only once")
+}

@@ -187,6 +187,10 @@ func IsTaskLogFull(err error) bool {
 // it left running. The process hosting the bus runs it beside its other
 // components; running it in several processes at once is safe.
 func (b *Bus) Run(ctx context.Context) error {
+	// A failed backfill is not fatal: the tasks are whole, ListTasks
+	// misses the older ones until they change, and the next start tries
+	// again.
+	_, _ = b.backfillIndex(ctx)
 	t := time.NewTicker(trimEvery)
 	defer t.Stop()
 	for {
