@@ -22,6 +22,11 @@ type routes struct {
 func (r *routes) start(ctx context.Context, w *Worker) {
 	r.once.Do(func() {
 		r.table = registry.NewTable(w.Bus)
+		// No connection probes: a table in every worker probing every
+		// worker's connection a few times a second would cost the fleet
+		// workers² requests. A call to an agent whose last worker just
+		// crashed is queued, as before, until its heartbeats are late.
+		r.table.ProbeEvery = -1
 		r.running.Store(true)
 		r.wg.Add(1)
 		go func() {

@@ -15,6 +15,10 @@ import (
 //	a2a.registry.alive.<agent>.<instance>   this instance (edges' tables ask it when its heartbeat is late)
 //	a2a.registry.alive.<agent>              any instance of the agent (queue group "alive"; Live asks it)
 //
+// and its connection (one per bus, shared by the agents it serves) on
+//
+//	a2a.registry.alive.proc.<proc>.conn     the connection (tables probe it a few times a second; proc.go)
+//
 // They are named here rather than in bus/names.go because only this
 // package uses them: workers answer, tables and Live ask. With NATS
 // authorization, workers need to subscribe to a2a.registry.alive.>, and
@@ -94,10 +98,12 @@ type requester interface {
 	Request(ctx context.Context, subject string) ([]byte, error)
 }
 
-// conn is what the prober asks of the connection (bus.Bus does): pings,
-// and whether it is up and has reconnected.
+// conn is what the prober asks of the connection (bus.Bus does): pings
+// and probes, whether it is up and has reconnected, and the server it is
+// on.
 type conn interface {
 	requester
 	Connected() bool
 	Reconnects() uint64
+	ServerID() string
 }

@@ -3,14 +3,23 @@
 // with heartbeats; edges watch the bucket and hold a routing table of live
 // agents. It imports a2a and bus.
 //
+// A crashed worker leaves at once. Each worker connection (one per
+// process, shared by every agent it serves) answers probes on a subject
+// of its own (proc.go), named in its entries; tables probe every such
+// connection a few times a second. When a process dies the kernel closes
+// its socket and the NATS servers drop its subscriptions at once, so a
+// probe gets "no responders" within milliseconds; seen twice 500ms apart
+// while the dead connection's server still answers for others, the
+// worker is gone (about 0.6s after the crash). A probe that times out
+// proves nothing.
+//
 // A JetStream failover must not make a live agent disappear. Heartbeats
 // are KV writes, which fail while the registry bucket elects a leader, so
 // each worker also answers liveness pings on core NATS, which keeps
 // working through JetStream elections (ping.go). A table pings an instance
 // whose heartbeat is late and keeps it while it answers; an instance that
-// stopped cleanly deletes its entry and goes at once, and one whose process
-// died stops answering (NATS says "no responders") and goes within about a
-// second of being found late.
+// stopped cleanly deletes its entry and goes at once. Entries of releases
+// without the connection probe are checked that way alone.
 package registry
 
 import (
@@ -36,6 +45,15 @@ type Entry struct {
 	TTL time.Duration `json:"ttl"`
 	// Beat is when the entry was last renewed.
 	Beat time.Time `json:"beat"`
+	// Proc names the worker's NATS connection, which answers probes at
+	// ProcSubject(Proc) for as long as it lives (proc.go). Every agent a
+	// process serves over one connection names the same Proc. Empty in
+	// entries of releases before it: those are checked by heartbeats and
+	// pings alone.
+	Proc string `json:"proc,omitempty"`
+	// Server is the id of the NATS server the connection was on when the
+	// entry was renewed (a hint until a probe answers with its server).
+	Server string `json:"server,omitempty"`
 }
 
 func key(agent, instance string) string { return agent + "." + instance }
@@ -57,7 +75,10 @@ const (
 // changes reaches the edges within TTL/3.
 //
 // While it runs, the instance answers liveness pings (ping.go), so edges
-// keep it through a JetStream failover that stops its heartbeats. A
+// keep it through a JetStream failover that stops its heartbeats, and its
+// connection answers probes (proc.go), so edges drop it within about a
+// second of its process dying; the first Publish on a bus starts that
+// answer and the last one to return stops it. A
 // heartbeat that fails is retried at once with backoff (250ms doubling,
 // up to 1s), not a whole interval later; the first registration is
 // retried the same way until it succeeds or ctx ends. Publish returns an
@@ -75,11 +96,15 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 		log = slog.Default().With("agent", e.Agent, "instance", e.Instance)
 	}
 	kv := b.Registry()
+	proc, leaveProc := joinProc(b, log)
+	defer leaveProc()
+	e.Proc = proc
 	put := func() error {
 		if card != nil {
 			e.Card = card()
 		}
 		e.Beat = time.Now()
+		e.Server = b.ServerID()
 		data, err := json.Marshal(e)
 		if err != nil {
 			return err
@@ -135,7 +160,7 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 
 // Table tuning.
 const (
-	// maxProbes bounds the pings one table has in flight.
+	// maxProbes bounds the pings and probes one table has in flight.
 	maxProbes = 64
 	// missRetry is the pause before pinging again an instance that did
 	// not answer.
@@ -172,24 +197,61 @@ func (s *slot) due() time.Time {
 }
 
 // Table is an edge's view of the live fleet, fed by a bucket watcher and
-// checked with liveness pings.
+// checked with probes of the workers' connections (proc.go) and liveness
+// pings of instances whose heartbeats are late.
+//
+// What "gone" means. An instance is listed (Agents, GET /agents) while
+// its entry is in the bucket and nothing shows it dead. When its
+// connection is found gone it stops being listed, and then:
+//
+//   - if the server that connection was on still answers for other
+//     connections (or is the table's own server), the process died or
+//     stopped: the crash is known. An agent left with no listed instance
+//     is unknown at once: sends are refused, not queued for nobody.
+//   - otherwise (its server itself is unreachable: a NATS node died,
+//     paused or cut off by a partition) nothing is known about the
+//     process; it is unlisted only after the probes failed for 3s, and an
+//     agent left with no instance stays routable for LostGrace, as when a
+//     late heartbeat's pings go unanswered, so sends queue for it.
+//
+// A connection found gone that answers again (a worker that took longer
+// than the confirmation to reconnect) is listed again at once, without
+// waiting for its next heartbeat.
 type Table struct {
 	// Logger, when set before Run, gets the table's waits and drops.
 	Logger *slog.Logger
 
 	// LostGrace is how long an agent stays routable after its last
-	// instance was dropped for a late heartbeat and unanswered pings (not
-	// by a clean stop): default DefaultLostGrace, negative for none. Set
-	// it before Run.
+	// instance was dropped while its fate is unknown (a late heartbeat
+	// and unanswered pings, or a connection gone together with its NATS
+	// server), not after a clean stop or a known crash: default
+	// DefaultLostGrace, negative for none. Set it before Run.
 	LostGrace time.Duration
+
+	// ProbeEvery is how often the table probes each worker connection its
+	// entries name (DefaultProbeEvery when 0; longer when the table holds
+	// many connections, so it sends at most maxProbeRate probes a second);
+	// negative: never, and entries are only checked once their heartbeats
+	// are late (the way of tables that run in workers for calls between
+	// agents, which need no sub-second view). Set it before Run.
+	ProbeEvery time.Duration
 
 	bus     *bus.Bus
 	mu      sync.RWMutex
-	entries map[string]*slot // key -> entry
+	entries map[string]*slot            // key -> entry
+	byAgent map[string]map[string]*slot // agent -> key -> entry
+	procs   map[string]*procState       // connection -> what probes found
+	seen    map[string]time.Time        // NATS server id -> when a connection on it last answered a probe
 	lost    map[string]lostAgent
 	gen     uint64
 	ready   chan struct{}
 	loaded  bool
+
+	// The table's own connection, sampled by the prober under mu: its
+	// server, its reconnects and when they last changed.
+	ownServer   string
+	reconnects  uint64
+	reconnected time.Time
 }
 
 // DefaultLostGrace keeps an agent whose instances all stopped answering
@@ -198,7 +260,9 @@ type Table struct {
 // be a worker cut off with a NATS node (a partition: its heartbeats and
 // pings cannot cross), or a worker being restarted by its supervisor;
 // either way a worker takes the queued task within seconds. An agent
-// whose last worker stopped cleanly goes at once.
+// whose last worker stopped cleanly, or whose crash is known (its
+// connection vanished from a NATS server that still answers), goes at
+// once.
 const DefaultLostGrace = 30 * time.Second
 
 // lostAgent is an agent whose last instance was dropped without a clean
@@ -208,24 +272,83 @@ type lostAgent struct {
 	at   time.Time
 }
 
-// dropLocked removes entry key, noting its agent as lost when it was the
-// agent's last instance. t.mu is held.
-func (t *Table) dropLocked(key string, now time.Time) {
+// visibleLocked reports whether s is listed: its connection is not known
+// to be gone. t.mu is held (read or write).
+func (t *Table) visibleLocked(s *slot) bool {
+	if s.e.Proc == "" {
+		return true
+	}
+	ps := t.procs[s.e.Proc]
+	return ps == nil || !ps.gone
+}
+
+// listedLocked reports whether agent has a listed instance. t.mu is held.
+func (t *Table) listedLocked(agent string) bool {
+	for _, s := range t.byAgent[agent] {
+		if t.visibleLocked(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// linkLocked adds s under key to the table and its indexes. t.mu is held.
+func (t *Table) linkLocked(key string, s *slot, now time.Time) {
+	t.entries[key] = s
+	m := t.byAgent[s.e.Agent]
+	if m == nil {
+		m = map[string]*slot{}
+		t.byAgent[s.e.Agent] = m
+	}
+	m[key] = s
+	if s.e.Proc != "" {
+		t.procLocked(s.e.Proc, s.e.Server, now).keys[key] = struct{}{}
+	}
+}
+
+// removeLocked takes entry key out of the table and its indexes and
+// returns it (nil when absent). t.mu is held.
+func (t *Table) removeLocked(key string) *slot {
 	s := t.entries[key]
+	if s == nil {
+		return nil
+	}
 	delete(t.entries, key)
-	if s == nil || t.lostGrace() < 0 {
+	if m := t.byAgent[s.e.Agent]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(t.byAgent, s.e.Agent)
+		}
+	}
+	if ps := t.procs[s.e.Proc]; ps != nil {
+		delete(ps.keys, key)
+		if len(ps.keys) == 0 {
+			delete(t.procs, s.e.Proc)
+		}
+	}
+	return s
+}
+
+// dropLocked removes entry key, noting its agent as lost when it was the
+// agent's last listed instance. t.mu is held.
+func (t *Table) dropLocked(key string, now time.Time) {
+	s := t.removeLocked(key)
+	if s == nil || t.lostGrace() < 0 || t.listedLocked(s.e.Agent) {
 		return
 	}
-	prefix := s.e.Agent + "."
-	for k := range t.entries {
-		if strings.HasPrefix(k, prefix) {
-			return
-		}
+	t.loseLocked(s.e.Agent, s.e.Card, now)
+}
+
+// loseLocked starts the grace of agent, which just lost its last listed
+// instance without a clean stop. t.mu is held.
+func (t *Table) loseLocked(agent string, card a2a.AgentCard, now time.Time) {
+	if t.lostGrace() < 0 {
+		return
 	}
 	if t.lost == nil {
 		t.lost = map[string]lostAgent{}
 	}
-	t.lost[s.e.Agent] = lostAgent{card: s.e.Card, at: now}
+	t.lost[agent] = lostAgent{card: card, at: now}
 }
 
 func (t *Table) lostGrace() time.Duration {
@@ -247,7 +370,8 @@ func (t *Table) forgetLost(now time.Time) {
 
 // NewTable returns an empty table of the registry on b; Run fills it.
 func NewTable(b *bus.Bus) *Table {
-	return &Table{bus: b, entries: map[string]*slot{}, ready: make(chan struct{})}
+	return &Table{bus: b, entries: map[string]*slot{}, byAgent: map[string]map[string]*slot{},
+		procs: map[string]*procState{}, seen: map[string]time.Time{}, ready: make(chan struct{})}
 }
 
 // Run watches the registry bucket until ctx ends, and pings instances
@@ -267,6 +391,9 @@ func (t *Table) Run(ctx context.Context) error {
 	p := &prober{t: t, log: log, sem: make(chan struct{}, maxProbes)}
 	if b != nil {
 		p.nc = b // before the loop starts: it reads it
+		t.mu.Lock()
+		t.reconnects = b.Reconnects() // a reconnect before Run is no reason for the guard
+		t.mu.Unlock()
 	}
 	pctx, stopProbes := context.WithCancel(ctx)
 	probing := make(chan struct{})
@@ -401,23 +528,34 @@ func (t *Table) quietLimit() time.Duration {
 func (t *Table) apply(u *bus.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
 	if u.Deleted {
-		delete(t.entries, u.Key) // a clean stop: gone at once
+		t.removeLocked(u.Key) // a clean stop: gone at once
 		if agent, _, ok := strings.Cut(u.Key, "."); ok {
 			delete(t.lost, agent)
 		}
 		return
 	}
 	var e Entry
-	if json.Unmarshal(u.Value, &e) != nil || !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
+	if json.Unmarshal(u.Value, &e) != nil || !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) ||
+		u.Key != key(e.Agent, e.Instance) || (e.Proc != "" && !bus.ValidToken(e.Proc)) {
 		return
 	}
 	if e.TTL <= 0 {
 		e.TTL = bus.DefaultConfig.RegistryTTL
 	}
+	t.removeLocked(u.Key)
 	t.gen++
-	t.entries[u.Key] = &slot{e: e, gen: t.gen}
-	delete(t.lost, e.Agent)
+	s := &slot{e: e, gen: t.gen}
+	t.linkLocked(u.Key, s, now)
+	if t.visibleLocked(s) {
+		delete(t.lost, e.Agent)
+	} else {
+		// A renewal of a connection found gone: most likely written just
+		// before it went and delivered late, but perhaps a worker that
+		// took longer to reconnect than the probes waited. Ask it now.
+		t.procs[e.Proc].next = now
+	}
 }
 
 // Loaded reports whether the table holds the bucket's contents: its first
@@ -432,15 +570,15 @@ func (t *Table) Loaded() bool {
 // Run has returned).
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 
-// Lookup returns the card of a live agent, or of one lost within
-// LostGrace (its sends wait in its queue for a worker).
+// Lookup returns the card of a listed agent, or of one lost within
+// LostGrace (its sends wait in its queue for a worker). Its cost does not
+// grow with the size of the table.
 func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var best *slot
-	prefix := agent + "."
-	for k, s := range t.entries {
-		if strings.HasPrefix(k, prefix) && (best == nil || s.e.Beat.After(best.e.Beat)) {
+	for _, s := range t.byAgent[agent] {
+		if t.visibleLocked(s) && (best == nil || s.e.Beat.After(best.e.Beat)) {
 			best = s
 		}
 	}
@@ -453,69 +591,99 @@ func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 	return best.e.Card, true
 }
 
-// Agents returns the live agents' names and cards, sorted by name.
+// Agents returns the listed agents' names and cards, sorted by name.
 func (t *Table) Agents() []Entry {
 	t.mu.RLock()
-	byAgent := map[string]Entry{}
-	for _, s := range t.entries {
-		if cur, ok := byAgent[s.e.Agent]; !ok || s.e.Beat.After(cur.Beat) {
-			byAgent[s.e.Agent] = s.e
+	out := make([]Entry, 0, len(t.byAgent))
+	for _, m := range t.byAgent {
+		var best *slot
+		for _, s := range m {
+			if t.visibleLocked(s) && (best == nil || s.e.Beat.After(best.e.Beat)) {
+				best = s
+			}
+		}
+		if best != nil {
+			out = append(out, best.e)
 		}
 	}
 	t.mu.RUnlock()
-	out := make([]Entry, 0, len(byAgent))
-	for _, e := range byAgent {
-		out = append(out, e)
-	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
 	return out
 }
 
 // ---- liveness checks ----
 
-// prober pings the instances of a table whose heartbeats are late.
+// prober pings the instances of a table whose heartbeats are late, and
+// probes the connections its entries name (proc.go).
 type prober struct {
 	t   *Table
 	nc  conn // nil: no pings, entries expire by their heartbeats
 	log *slog.Logger
 	sem chan struct{}
 	wg  sync.WaitGroup
-
-	// Reconnects of nc, sampled each tick, and when they last changed.
-	reconnects  uint64
-	reconnected time.Time
 }
 
-// loop pings late entries every tick until ctx ends, then waits for the
-// pings in flight.
+// loop checks the table's entries every tick until ctx ends, then waits
+// for the pings and probes in flight. Late heartbeats are looked for every
+// tickEvery; connections, when probed, every procTick.
 func (p *prober) loop(ctx context.Context) {
 	defer p.wg.Wait()
+	procs := p.nc != nil && p.t.ProbeEvery >= 0
 	every := p.t.tickEvery()
-	tick := time.NewTicker(every)
+	tickOf := func(scan time.Duration) time.Duration {
+		if procs {
+			return min(scan, procTick)
+		}
+		return scan
+	}
+	tick := time.NewTicker(tickOf(every))
 	defer tick.Stop()
+	var nextScan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
+			p.sampleConn(now)
+			if procs {
+				p.probeProcs(ctx, now)
+			}
+			if now.Before(nextScan) {
+				continue
+			}
 			if d := p.t.tickEvery(); d != every {
 				every = d
-				tick.Reset(d)
+				tick.Reset(tickOf(d))
 			}
-			p.sampleConn(now)
+			nextScan = now.Add(every - every/8) // a tick early rather than one late
 			p.probeDue(ctx, now)
 		}
 	}
 }
 
-// sampleConn notes a reconnect of the table's own connection.
+// sampleConn notes the table's own server and a reconnect of its
+// connection; after a reconnect, what probes found before counts no more.
 func (p *prober) sampleConn(now time.Time) {
 	if p.nc == nil {
 		return
 	}
-	if n := p.nc.Reconnects(); n != p.reconnects {
-		p.reconnects, p.reconnected = n, now
+	n, own := p.nc.Reconnects(), p.nc.ServerID()
+	t := p.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ownServer = own
+	if n != t.reconnects {
+		t.reconnects, t.reconnected = n, now
+		for _, ps := range t.procs {
+			ps.missSince = time.Time{}
+		}
 	}
+}
+
+// steadyLocked reports whether "no responders" can be believed: the
+// table's connection is up and did not reconnect lately. t.mu is held.
+func (p *prober) steadyLocked(now time.Time) bool {
+	return p.nc.Connected() && now.Sub(p.t.reconnected) > reconnectGuard
 }
 
 type probe struct {
@@ -526,13 +694,26 @@ type probe struct {
 
 // probeDue starts a ping of every entry that is due and not already being
 // pinged, up to maxProbes in flight (the rest wait for the next tick).
+// Entries of a connection found gone are not pinged: they go when their
+// heartbeats expire, or come back when it answers again.
 func (p *prober) probeDue(ctx context.Context, now time.Time) {
 	t := p.t
 	var due []probe
 	t.mu.Lock()
 	t.forgetLost(now)
+	for id, at := range t.seen {
+		if now.Sub(at) > time.Minute { // a server no connection answered from lately
+			delete(t.seen, id)
+		}
+	}
 	for k, s := range t.entries {
 		if s.probing || now.Before(s.due()) {
+			continue
+		}
+		if !t.visibleLocked(s) {
+			if !now.Before(s.e.Beat.Add(s.e.TTL)) {
+				t.removeLocked(k) // its agent's fate was settled when its connection went
+			}
 			continue
 		}
 		if p.nc == nil { // nothing to ask: expire as heartbeats say
@@ -594,7 +775,7 @@ func (p *prober) settle(pr probe, err error, now time.Time) {
 		return
 	}
 	expired := !now.Before(s.e.Beat.Add(s.e.TTL))
-	definite := errors.Is(err, bus.ErrNoResponders) && now.Sub(p.reconnected) > reconnectGuard
+	definite := errors.Is(err, bus.ErrNoResponders) && now.Sub(t.reconnected) > reconnectGuard
 	connected := p.nc.Connected()
 	if connected || definite {
 		s.misses++
