@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -304,10 +303,12 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	js := f.worker.JetStream()
 	events, err := js.Stream(ctx, bus.StreamEvents)
 	require.NoError(t, err)
-	var reader string // the stream's consumer
+	var reader string // the consumer the stream reads
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
 		for info := range events.ListConsumers(ctx).Info() {
-			if info.Config.FilterSubject == bus.EventsSubject(id) || slices.Contains(info.Config.FilterSubjects, bus.EventsSubject(id)) {
+			// The edge's event feed: one ephemeral consumer of every
+			// task's events (bus/fanout.go), which the stream reads.
+			if info.Config.Durable == "" && info.Config.FilterSubject == "a2a.events.>" {
 				reader = info.Name
 				return true
 			}

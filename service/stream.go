@@ -195,13 +195,17 @@ func (s *Service) resume(ctx context.Context, c *Call, rec *bus.TaskRecord, afte
 }
 
 // Streams through a failover. A stream reads the task's log with a bus
-// EventFollower, which ends at the first sign of trouble (a lost
-// heartbeat, a consumer lost with its node, a delivery gap) instead of
-// retrying on its own. When it cannot be opened or ends, the stream opens
-// a new one after the last event it read: no gap, no duplicate, whichever
-// edge the client is on. As a safety net, a stream quiet for
-// streamProbeAfter asks the log's leader for its last event, and opens a
-// new follower when the log has events the follower has not delivered by
+// EventTail: the edge's one event feed (a single reader of the whole log,
+// fanned out to the streams of each task; bus/fanout.go) queues the
+// task's events for it, after it caught up from the log itself, so it
+// gets every event after the last one it read, in order, once. The feed
+// re-reads the log after its own position whenever it may have lost
+// something (a delivery gap, a lost heartbeat, a reconnect). A tail that
+// fails (a catch-up read JetStream did not answer) is replaced by a new
+// one after the last event read: no gap, no duplicate, whichever edge the
+// client is on. As a safety net, a stream quiet for streamProbeAfter asks
+// the log's leader for its last event, and opens a new tail (which reads
+// the log again) when the log has events the tail has not delivered by
 // the next ask. A JetStream that has not answered for the failover budget
 // (bus.FailoverBudget, 15s) ends the stream with -32000
 // (bus.ErrUnavailable): the client resumes with Last-Event-ID. Only an
@@ -240,7 +244,7 @@ type streamPump struct {
 	yield    func(Event, error) bool
 	ended    bool // the consumer stopped, or an error was yielded
 	taskID   string
-	r        *bus.EventFollower
+	r        *bus.EventTail
 	lastRead uint64 // the last event read from the log (sent or skipped)
 	stop     uint64 // end after reading this event (0: at a final state only)
 	sent     int    // events sent
@@ -292,9 +296,9 @@ func (p *streamPump) run(ctx context.Context) {
 			}
 			wait = streamReopenFirst
 		}
-		var events <-chan bus.Event
+		var ready <-chan struct{}
 		if p.r != nil {
-			events = p.r.C
+			ready = p.r.Ready()
 		}
 		select {
 		case <-ctx.Done():
@@ -307,11 +311,15 @@ func (p *streamPump) run(ctx context.Context) {
 			if !p.probe(ctx, now) {
 				return
 			}
-		case ev, ok := <-events:
-			if !ok {
-				if !p.readerEnded(ctx) {
+		case <-ready:
+			ev, ok, err := p.r.Next(ctx)
+			if err != nil {
+				if !p.readerEnded(ctx, err) {
 					return
 				}
+				continue
+			}
+			if !ok {
 				continue
 			}
 			p.lastRead, p.quiet, p.behind = ev.Seq, time.Now(), 0
@@ -351,7 +359,7 @@ func (p *streamPump) open(ctx context.Context) bool {
 		return false
 	}
 	p.opens++
-	r, err := p.s.bus.FollowEvents(ctx, p.taskID, p.lastRead)
+	r, err := p.s.bus.TailEvents(ctx, p.taskID, p.lastRead)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.unavailable(err, "stream: cannot open the event log; retrying")
@@ -365,10 +373,9 @@ func (p *streamPump) open(ctx context.Context) bool {
 	return true
 }
 
-// readerEnded handles the end of the reader's channel; it reports whether
-// the stream goes on.
-func (p *streamPump) readerEnded(ctx context.Context) bool {
-	err := p.r.Err()
+// readerEnded handles the failure of the reader; it reports whether the
+// stream goes on.
+func (p *streamPump) readerEnded(ctx context.Context, err error) bool {
 	p.closeReader()
 	if ctx.Err() != nil {
 		return false
@@ -462,7 +469,7 @@ func (p *streamPump) fail(err error) {
 	p.emit(Event{}, bus.ErrUnavailable)
 }
 
-// closeReader closes the follower (at once: it waits for nothing).
+// closeReader closes the tail (at once: it waits for nothing).
 func (p *streamPump) closeReader() {
 	if p.r != nil {
 		p.r.Close()
