@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -60,6 +61,9 @@ func runBenchStreams(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("  events:   %d chunks delivered while held (%.0f/s); latency append→SSE p50 %s, p99 %s, max %s (%d samples)\n",
 		r.Events, float64(r.Events)/hold.Seconds(), fmtLatency(r.LatencyP50), fmtLatency(r.LatencyP99), fmtLatency(r.LatencyMax), r.Latencies)
+	if r.WorkerCPUHold > 0 {
+		fmt.Printf("  others:   CPU held: slow worker %.2f, this bench's clients %.2f cores (of %d)\n", r.WorkerCPUHold, r.BenchCPUHold, runtime.NumCPU())
+	}
 	fmt.Printf("  checked:  %d streams, %d broken\n", r.Checked, r.Failed)
 	for _, f := range r.Failures {
 		fmt.Println("    " + f)

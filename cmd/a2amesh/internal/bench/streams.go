@@ -132,6 +132,10 @@ type StreamsResult struct {
 	// CPU used (cores, averaged) while the streams opened and over the
 	// hold, by the edge and by the NATS server.
 	EdgeCPUOpen, NATSCPUOpen, EdgeCPUHold, NATSCPUHold float64
+	// WorkerCPUHold and BenchCPUHold are the slow worker's and this
+	// process's (the clients reading the streams) over the hold: they
+	// share the machine with the edge and the NATS server.
+	WorkerCPUHold, BenchCPUHold float64
 	// Events is how many chunks the streams received over the hold;
 	// LatencyP50/P99/Max the time from the chunk's append (its
 	// publication, seen by the benchmark's own NATS subscription) to its
@@ -226,7 +230,12 @@ func procCPU(p *Proc) time.Duration {
 	if p == nil {
 		return 0
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/stat")
+	return pidCPU(strconv.Itoa(p.Pid()))
+}
+
+// pidCPU is the CPU time so far of process pid ("self": this one).
+func pidCPU(pid string) time.Duration {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return 0
 	}
@@ -401,6 +410,7 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 	holdStart := time.Now()
 	holdFrom.Store(holdStart.UnixNano())
 	cpuE0, cpuN0 = procCPU(edgeP), procCPU(natsP)
+	cpuW0, cpuB0 := procCPU(m.worker), pidCPU("self")
 	var edgeRSS, natsRSS []uint64
 	tick := time.NewTicker(time.Second)
 	for range int(o.Hold / time.Second) {
@@ -423,6 +433,8 @@ func RunStreams(ctx context.Context, o StreamsOptions) (StreamsResult, error) {
 	held := holdEnd.Sub(holdStart).Seconds()
 	res.EdgeCPUHold = (procCPU(edgeP) - cpuE0).Seconds() / held
 	res.NATSCPUHold = (procCPU(natsP) - cpuN0).Seconds() / held
+	res.WorkerCPUHold = (procCPU(m.worker) - cpuW0).Seconds() / held
+	res.BenchCPUHold = (pidCPU("self") - cpuB0).Seconds() / held
 	res.EdgeRSSHold, res.NATSRSSHold = meanU64(edgeRSS), meanU64(natsRSS)
 	_, res.EdgeRSSPeak = procRSS(edgeP)
 	_, res.NATSRSSPeak = procRSS(natsP)
