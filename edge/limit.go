@@ -88,8 +88,10 @@ type limiter struct {
 	buckets   map[string]*bucket
 	lastSweep time.Time
 	// unshared counts the calls admitted per principal since they were
-	// last told to the other edges (nil: not shared).
+	// last told to the other edges (nil: not shared), while sharing runs
+	// (Edge.RunLimits).
 	unshared map[string]uint32
+	sharing  atomic.Bool
 	// heardReports and badReports count the other edges' usage reports
 	// taken into account, and the reports ignored as undecodable.
 	heardReports, badReports atomic.Int64

@@ -78,7 +78,7 @@ var errBadUsage = errors.New("edge: bad rate-limit usage report")
 // Past MaxPrincipals principals waiting to be reported, a new one's calls
 // are not reported (it is limited on this edge alone until the flush).
 func (l *limiter) spent(key string) {
-	if l.unshared == nil || len(key) > maxUsageKeyBytes {
+	if l.unshared == nil || !l.sharing.Load() || len(key) > maxUsageKeyBytes {
 		return
 	}
 	n, ok := l.unshared[key]
@@ -238,6 +238,13 @@ func (l *limiter) share(ctx context.Context, g *bus.Gossip, log *slog.Logger) er
 				"subject", bus.SubjectRateLimitUsage, "bytes", len(data))
 		}
 	}
+	l.sharing.Store(true)
+	defer func() {
+		l.sharing.Store(false)
+		l.mu.Lock()
+		clear(l.unshared)
+		l.mu.Unlock()
+	}()
 	tick := time.NewTicker(l.every)
 	defer tick.Stop()
 	var sub *bus.Subscription

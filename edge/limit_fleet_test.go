@@ -129,7 +129,11 @@ func TestLimitHearDebits(t *testing.T) {
 // Calls admitted are reported once; a principal's reports are bounded.
 func TestLimitDrain(t *testing.T) {
 	l, _ := newTestLimiter(Limits{Rate: 1, Burst: 3, MaxPrincipals: 4})
-	for range 5 { // 3 admitted, 2 refused
+	_, _ = l.take("p:before")
+	assert.Empty(t, l.drain(), "nothing is noted for reports while sharing does not run")
+	l.sharing.Store(true) // as RunLimits does
+	// 3 admitted, 2 refused.
+	for range 5 {
 		_, _ = l.take("p:a")
 	}
 	_, _ = l.take("p:b")
@@ -208,13 +212,16 @@ func startFleet(t *testing.T, n int, lim Limits, share bool) []*fleetEdge {
 		edges = append(edges, fe)
 	}
 	if share && n > 1 { // every edge hears the others before the test starts
+		deadline := time.Now().Add(10 * time.Second)
 		for _, fe := range edges {
-			require.NotNil(t, fe.e.limiter.unshared)
+			for !fe.e.limiter.sharing.Load() {
+				require.True(t, time.Now().Before(deadline), "RunLimits does not run")
+				time.Sleep(5 * time.Millisecond)
+			}
 			fe.e.limiter.mu.Lock()
 			fe.e.limiter.spent("p:hello") // a report to hear, on no principal of the test
 			fe.e.limiter.mu.Unlock()
 		}
-		deadline := time.Now().Add(10 * time.Second)
 		for _, fe := range edges {
 			for fe.e.limiter.heardReports.Load() < int64(n-1) {
 				require.True(t, time.Now().Before(deadline), "the edges do not hear each other")
