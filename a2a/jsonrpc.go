@@ -44,6 +44,62 @@ func (r Response) MarshalJSON() ([]byte, error) {
 	}{r.JSONRPC, id, r.Result})
 }
 
+// EncodeTo writes r and a newline to buf: what a json.Encoder writes for
+// r, in one pass (MarshalJSON's output is compacted again by the encoder
+// that calls it; here the result is encoded straight into buf).
+func (r *Response) EncodeTo(buf *bytes.Buffer) error {
+	if r.Error != nil {
+		return json.NewEncoder(buf).Encode(r)
+	}
+	start := buf.Len()
+	buf.WriteString(`{"jsonrpc":`)
+	buf.Write(appendJSONString(buf.AvailableBuffer(), r.JSONRPC))
+	buf.WriteString(`,"id":`)
+	if id := idOrNull(r.ID); plainID(id) {
+		buf.Write(id)
+	} else {
+		b, err := json.Marshal(id) // compacted, HTML-escaped, checked
+		if err != nil {
+			buf.Truncate(start)
+			return err
+		}
+		buf.Write(b)
+	}
+	buf.WriteString(`,"result":`)
+	if err := json.NewEncoder(buf).Encode(r.Result); err != nil { // HTML-escaped, as json.Marshal
+		buf.Truncate(start)
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	buf.WriteString("}\n")
+	return nil
+}
+
+// plainID reports whether id is written as it is: digits, or a string of
+// printable ASCII that needs no escaping.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	if id[0] == '"' {
+		if len(id) < 2 || id[len(id)-1] != '"' {
+			return false
+		}
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // NullID is the id of a response to a request whose id could not be read.
 var NullID = json.RawMessage("null")
 
@@ -76,13 +132,13 @@ func ParseRequest(body []byte) (*Request, *Error) {
 	if depthExceeds(body, MaxDepth) {
 		return nil, ErrInvalidRequest.With("request nested deeper than %d levels", MaxDepth)
 	}
-	if !json.Valid(body) {
-		return nil, ErrParse
-	}
-	if body[0] == '[' {
-		return nil, ErrInvalidRequest.With("batch requests are not supported")
-	}
 	if body[0] != '{' {
+		switch {
+		case !json.Valid(body):
+			return nil, ErrParse
+		case body[0] == '[':
+			return nil, ErrInvalidRequest.With("batch requests are not supported")
+		}
 		return nil, ErrInvalidRequest.With("request must be a JSON object")
 	}
 	var raw struct {
@@ -91,7 +147,13 @@ func ParseRequest(body []byte) (*Request, *Error) {
 		Method  *json.RawMessage `json:"method"`
 		Params  json.RawMessage  `json:"params"`
 	}
+	// Unmarshal checks the whole body is valid JSON before it decodes:
+	// a syntax error is a parse error, anything else an invalid request.
 	if err := json.Unmarshal(body, &raw); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, ErrParse
+		}
 		return nil, ErrInvalidRequest
 	}
 	req := &Request{JSONRPC: "2.0", Params: raw.Params}

@@ -126,6 +126,9 @@ func quote(s string) string {
 // UnmarshalJSON reads a message in 1.0, 0.3 or 0.2 shape. Every field may
 // also be spelled with its proto name (message_id, ...), see protonames.go.
 func (m *Message) UnmarshalJSON(b []byte) error {
+	if decodeMessageFast(b, m) {
+		return nil
+	}
 	type plain Message
 	var w struct {
 		plain
@@ -217,6 +220,9 @@ var ErrRoleRequired = ErrInvalidParams.With(`Invalid parameters: message.role is
 // except in the 0.2 shape (told by its id beside the message), where a
 // missing role means user.
 func (r *SendMessageRequest) UnmarshalJSON(b []byte) error {
+	if decodeSendFast(b, r) {
+		return nil
+	}
 	type plain SendMessageRequest
 	var w struct {
 		plain

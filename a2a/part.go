@@ -75,6 +75,62 @@ type partV1 struct {
 
 // MarshalJSON encodes p in the 1.0 ProtoJSON shape.
 func (p Part) MarshalJSON() ([]byte, error) {
+	if p.Kind == PartData {
+		return p.marshalReflect()
+	}
+	// Every part the mesh stores, sends and answers with goes through
+	// here: append it directly, as encoding/json would encode partV1
+	// (HTML-escaped strings, fields in order, empty ones left out).
+	buf := make([]byte, 0, 48+len(p.Text)+len(p.URL)+len(p.Filename)+len(p.MediaType)+len(p.Raw)*4/3)
+	buf = append(buf, '{')
+	switch p.Kind {
+	case PartText:
+		buf = append(buf, `"text":`...)
+		buf = appendJSONString(buf, p.Text)
+	case PartRaw:
+		buf = append(buf, `"raw":"`...) // base64 needs no escaping
+		buf = base64.StdEncoding.AppendEncode(buf, p.Raw)
+		buf = append(buf, '"')
+	case PartURL:
+		buf = append(buf, `"url":`...)
+		buf = appendJSONString(buf, p.URL)
+	default:
+		return nil, ErrInvalidPart
+	}
+	if p.Filename != "" {
+		buf = append(buf, `,"filename":`...)
+		buf = appendJSONString(buf, p.Filename)
+	}
+	if p.MediaType != "" {
+		buf = append(buf, `,"mediaType":`...)
+		buf = appendJSONString(buf, p.MediaType)
+	}
+	if len(p.Metadata) > 0 {
+		md, err := json.Marshal(p.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, `,"metadata":`...)
+		buf = append(buf, md...)
+	}
+	return append(buf, '}'), nil
+}
+
+// appendJSONString appends s quoted as json.Marshal quotes it.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // escapes, and the HTML and line separators json.Marshal escapes
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// marshalReflect encodes p through partV1 and encoding/json.
+func (p Part) marshalReflect() ([]byte, error) {
 	w := partV1{Filename: p.Filename, MediaType: p.MediaType, Metadata: p.Metadata}
 	switch p.Kind {
 	case PartText:
@@ -99,6 +155,9 @@ func (p Part) MarshalJSON() ([]byte, error) {
 // (kind/type discriminator, file object, bytes_data), so a part stored or
 // received in either form decodes to the same value.
 func (p *Part) UnmarshalJSON(b []byte) error {
+	if decodePartFast(b, p) {
+		return nil
+	}
 	var probe struct {
 		Kind *string `json:"kind"`
 		Type *string `json:"type"`

@@ -55,6 +55,7 @@ var strictNotDecoded = map[string]string{
 	"StreamResponse":          "a result, not request params",
 	"ListTasksResponse":       "a result, not request params",
 	"keySpan":                 "internal",
+	"fscan":                   "internal",
 	"Status":                  "how an error is answered over HTTP+JSON and gRPC, never read",
 	"protoFields":             "internal",
 	"methodInfo":              "internal",

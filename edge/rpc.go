@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -242,7 +244,29 @@ func (c *call) errorResponse(rerr *a2a.Error) *a2a.Response {
 }
 
 func (e *Edge) writeRPC(w http.ResponseWriter, status int, resp *a2a.Response) {
-	writeJSON(w, status, resp)
+	if resp.Error != nil {
+		writeJSON(w, status, resp)
+		return
+	}
+	buf := rpcBufs.Get().(*bytes.Buffer)
+	defer putRPCBuf(buf)
+	buf.Reset()
+	if err := resp.EncodeTo(buf); err != nil {
+		writeJSON(w, status, resp) // says what writeJSON always said
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// rpcBufs holds the buffers answers are encoded in.
+var rpcBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putRPCBuf(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 { // a rare huge answer is not kept
+		rpcBufs.Put(b)
+	}
 }
 
 // encodeTask and encodeEvent shape a result for the call's protocol version.
