@@ -51,8 +51,82 @@ type Worker struct {
 	handMu   sync.Mutex
 	handBack []*bus.Msg // work interrupted by shutdown, to Nak once fetching stopped
 
-	runCtx context.Context // Run's context, for what runs as long as the worker
-	routes routes          // the live fleet, for calls to other agents (routes.go)
+	runCtx  context.Context // Run's context, for what runs as long as the worker
+	routes  routes          // the live fleet, for calls to other agents (routes.go)
+	cancels cancels         // the runs in hand that a cancel stops
+}
+
+// cancels routes the mesh's cancels to this worker's runs: one
+// subscription for every task (Bus.OnCancels) and a table of the tasks in
+// hand, rather than a subscription per run.
+type cancels struct {
+	mu   sync.Mutex
+	sub  *bus.Subscription // nil: subscribe per run (Bus.OnCancel)
+	runs map[string][]*func()
+}
+
+// start subscribes to the mesh's cancels; on failure runs subscribe one
+// by one, as they did before.
+func (c *cancels) start(ctx context.Context, b *bus.Bus, log *slog.Logger) {
+	sub, err := b.OnCancels(ctx, c.cancel)
+	if err != nil {
+		log.Warn("could not subscribe to cancels; each run subscribes to its own", "err", err)
+		return
+	}
+	c.mu.Lock()
+	c.sub = sub
+	c.mu.Unlock()
+}
+
+func (c *cancels) stop() {
+	c.mu.Lock()
+	sub := c.sub
+	c.sub = nil
+	c.mu.Unlock()
+	sub.Stop()
+}
+
+func (c *cancels) cancel(taskID string) {
+	c.mu.Lock()
+	fns := append([]*func(){}, c.runs[taskID]...)
+	c.mu.Unlock()
+	for _, fn := range fns {
+		(*fn)()
+	}
+}
+
+// watch calls fn when task id is canceled, until the returned stop.
+func (c *cancels) watch(b *bus.Bus, id string, fn func()) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sub == nil {
+		sub, err := b.OnCancel(id, fn)
+		if err != nil {
+			return func() {}
+		}
+		return sub.Stop
+	}
+	if c.runs == nil {
+		c.runs = map[string][]*func(){}
+	}
+	p := &fn
+	c.runs[id] = append(c.runs[id], p)
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		runs := c.runs[id]
+		for i, q := range runs {
+			if q == p {
+				runs = append(runs[:i], runs[i+1:]...)
+				break
+			}
+		}
+		if len(runs) == 0 {
+			delete(c.runs, id)
+		} else {
+			c.runs[id] = runs
+		}
+	}
 }
 
 func (w *Worker) defaults() error {
@@ -97,6 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus, bus.StreamWork, bus.ConsumerName(w.Name)))
+	w.cancels.start(ctx, w.Bus, w.Logger)
 	card := func() a2a.AgentCard { // read at every heartbeat: an agent's card may change
 		c := w.Agent.Card()
 		c.Name = w.Name
@@ -127,6 +202,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}()
 	}
 	slots.Wait()
+	w.cancels.stop()
 	w.handBackAll()
 	wg.Wait()
 	w.routes.wait()
@@ -280,10 +356,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 
 	runCtx, cancelRun := context.WithCancelCause(trace.ContextWithSpan(ctx, span))
 	defer cancelRun(nil)
-	sub, err := w.Bus.OnCancel(item.TaskID, func() { cancelRun(ErrCanceled) })
-	if err == nil {
-		defer sub.Stop()
-	}
+	defer w.cancels.watch(w.Bus, item.TaskID, func() { cancelRun(ErrCanceled) })()
 	stopBeat := w.heartbeat(m)
 	defer stopBeat()
 

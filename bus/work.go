@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/google/uuid"
@@ -154,6 +155,30 @@ const controlCancel = "cancel"
 // is at most once; the task's terminal state in the log is what binds.
 func (b *Bus) PublishCancel(id string) error {
 	return b.nc.Publish(ControlSubject(id), []byte(controlCancel))
+}
+
+// OnCancels calls fn with the task id of every cancel sent on the mesh,
+// from one subscription: a worker holds it for as long as it runs and
+// looks the task up among its own, instead of subscribing for each task
+// it runs (a subscription and its removal per task cost the server and
+// the client more than the rare cancel it would carry). It returns once
+// the server has the subscription.
+func (b *Bus) OnCancels(ctx context.Context, fn func(taskID string)) (*Subscription, error) {
+	sub, err := b.nc.Subscribe(ControlSubject("*"), func(m *nats.Msg) {
+		if string(m.Data) == controlCancel {
+			fn(strings.TrimPrefix(m.Subject, subjControlPrefix))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := b.nc.FlushWithContext(fctx); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return &Subscription{sub}, nil
 }
 
 // OnCancel calls fn when a cancel for task id arrives. Stop the
