@@ -216,21 +216,21 @@ func dropOnce(t *testing.T, seqs ...uint64) (starts func() int) {
 	}
 }
 
-// The live feed losing events in transit (one in the middle of a burst,
-// which the next delivery's gap reveals, and the last one, which nothing
-// follows) does not lose them for a stream: the feed reads the log again
-// after the last event it handed out, and every tail gets every event, in
-// order, once.
+// The live feed losing events in transit (its consumer's first delivery
+// and one in the middle of a burst, which the next delivery's gap reveals,
+// and the last one, which nothing follows) does not lose them for a
+// stream: the feed reads the log again after the last event it handed
+// out, and every tail gets every event, in order, once.
 func TestTailEventsFeedLosesEvents(t *testing.T) {
 	b := openTestBus(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	x, y := newTailTask(t, ctx, b), newTailTask(t, ctx, b)
 	x.add(ctx, 1)
-	// The positions the next events get: y's and x's alternate, x's last.
 	next := x.all[len(x.all)-1]
-	middle, last := next+2*4, next+2*10 // x's 4th and 10th events
-	starts := dropOnce(t, middle, last)
+	// x's next event, then y's and x's alternating, x's last.
+	first, middle, last := next+1, next+1+2*4, next+1+2*10 // x's 1st, 5th and 11th events
+	starts := dropOnce(t, first, middle, last)
 	tails := make([]*EventTail, 3)
 	for i := range tails {
 		tl, err := b.TailEvents(ctx, x.id, x.all[0])
@@ -243,12 +243,13 @@ func TestTailEventsFeedLosesEvents(t *testing.T) {
 		quiet(t, ctx, tl, 50*time.Millisecond)
 	}
 	before := x.all[len(x.all)-1]
+	x.add(ctx, 1)
 	for range 10 {
 		y.add(ctx, 1)
 		x.add(ctx, 1)
 	}
-	if !slices.Contains(x.all, middle) || x.all[len(x.all)-1] != last {
-		t.Fatalf("positions %v do not hold %d and %d", x.all, middle, last)
+	if !slices.Contains(x.all, first) || !slices.Contains(x.all, middle) || x.all[len(x.all)-1] != last {
+		t.Fatalf("positions %v do not hold %d, %d and %d", x.all, first, middle, last)
 	}
 	want := x.after(before)
 	for i, tl := range tails {
@@ -258,7 +259,7 @@ func TestTailEventsFeedLosesEvents(t *testing.T) {
 		quiet(t, ctx, tl, 100*time.Millisecond)
 	}
 	if n := starts(); n < 2 {
-		t.Fatalf("the feed created %d consumers after the losses; want it to read the log again for each", n)
+		t.Fatalf("the feed created %d consumers; want it to read the log again after the losses", n)
 	}
 }
 
