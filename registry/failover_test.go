@@ -186,6 +186,43 @@ func TestEntrySurvivesJetStreamOutage(t *testing.T) {
 	}), "heartbeats resume after the outage")
 	require.True(t, present(table, "echo"))
 	require.False(t, listed(table, "doomed"))
+	caughtUp(t, c, 1)
+}
+
+// caughtUp waits until the restarted node i holds as many streams as
+// another running node, so that the test does not stop it while it still
+// creates them (nats-server then leaves their goroutines running).
+func caughtUp(t *testing.T, c *natstest.Cluster, i int) {
+	t.Helper()
+	streams := func(nd *natstest.Node) int {
+		s := nd.Server()
+		if s == nil {
+			return -1
+		}
+		info, err := s.Jsz(nil)
+		if err != nil {
+			return -1
+		}
+		return info.Streams
+	}
+	most := func() int { // the most streams another running node holds
+		n := -1
+		for j, nd := range c.Nodes {
+			if j != i {
+				n = max(n, streams(nd))
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := streams(c.Nodes[i]); n > 0 && n >= most() {
+			time.Sleep(500 * time.Millisecond)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("node %d did not catch up within 30s: %d streams, the others at most %d", i, streams(c.Nodes[i]), most())
 }
 
 // A heartbeat that fails is retried within about a second, not a whole

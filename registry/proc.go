@@ -47,16 +47,17 @@ import (
 //
 // A probe that times out, and any probe while the table's own connection
 // is down or reconnected within reconnectGuard, proves nothing either way.
-// A connection found gone is still probed (every goneProbeEvery) until
-// its entries expire: if it answers, they are listed again at once.
+// A connection found gone is still probed, as often, until its entries
+// expire: if it answers, they are listed again at once.
 
 // Probe tuning.
 const (
 	// DefaultProbeEvery is how often a table probes each connection.
 	DefaultProbeEvery = 200 * time.Millisecond
-	// maxProbeRate caps a table's probes per second: with more than
-	// maxProbeRate×ProbeEvery connections, each is probed less often.
-	maxProbeRate = 2000
+	// MaxProbeRate caps a table's probes per second: with more than
+	// MaxProbeRate×ProbeEvery connections (400 at 200ms), each is probed
+	// less often.
+	MaxProbeRate = 2000
 	// procTick is how often the prober looks for connections due.
 	procTick = 25 * time.Millisecond
 	// confirmAfter is the least time between the first and the deciding
@@ -65,10 +66,10 @@ const (
 	// slowConfirm is how long a connection whose server does not answer
 	// either must go unanswered before its entries are unlisted.
 	slowConfirm = 3 * time.Second
-	// goneProbeEvery is how often a connection found gone is probed.
-	goneProbeEvery = time.Second
-	// procProbeTimeout bounds one probe; one that times out proves nothing.
-	procProbeTimeout = time.Second
+	// procProbeTimeout bounds one probe; one that times out proves
+	// nothing. Short, so that a probe the process took with it when it
+	// died is soon followed by one that finds no responders.
+	procProbeTimeout = 300 * time.Millisecond
 )
 
 // ProcSubject is where the worker connection proc answers probes. Its
@@ -177,7 +178,7 @@ func (t *Table) probeEveryLocked() time.Duration {
 		every = DefaultProbeEvery
 	}
 	every = max(every, 10*time.Millisecond)
-	return max(every, time.Duration(len(t.procs))*time.Second/maxProbeRate)
+	return max(every, time.Duration(len(t.procs))*time.Second/MaxProbeRate)
 }
 
 // probeProcs starts a probe of every connection that is due, up to the
@@ -257,7 +258,6 @@ func (p *prober) settleProc(id, server string, err error, now time.Time) {
 	prev := ps.lastMiss
 	ps.lastMiss = now
 	if ps.gone {
-		ps.next = now.Add(goneProbeEvery)
 		if !ps.crash {
 			// Unlisted while its server did not answer: once that server
 			// answers for others again (a partition healed) and this
@@ -304,7 +304,6 @@ func (p *prober) wholeSinceLocked(ps *procState, since time.Time) bool {
 func (p *prober) goneLocked(id string, ps *procState, crash bool, missing time.Duration, now time.Time) {
 	t := p.t
 	ps.gone, ps.crash = true, crash
-	ps.next = now.Add(goneProbeEvery)
 	agents := map[string]*slot{}
 	for k := range ps.keys {
 		if s := t.entries[k]; s != nil {

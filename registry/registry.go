@@ -27,7 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -230,7 +230,7 @@ type Table struct {
 
 	// ProbeEvery is how often the table probes each worker connection its
 	// entries name (DefaultProbeEvery when 0; longer when the table holds
-	// many connections, so it sends at most maxProbeRate probes a second);
+	// many connections, so it sends at most MaxProbeRate probes a second);
 	// negative: never, and entries are only checked once their heartbeats
 	// are late (the way of tables that run in workers for calls between
 	// agents, which need no sub-second view). Set it before Run.
@@ -594,20 +594,25 @@ func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 // Agents returns the listed agents' names and cards, sorted by name.
 func (t *Table) Agents() []Entry {
 	t.mu.RLock()
-	out := make([]Entry, 0, len(t.byAgent))
+	defer t.mu.RUnlock()
+	best := make([]*slot, 0, len(t.byAgent))
 	for _, m := range t.byAgent {
-		var best *slot
+		var b *slot
 		for _, s := range m {
-			if t.visibleLocked(s) && (best == nil || s.e.Beat.After(best.e.Beat)) {
-				best = s
+			if t.visibleLocked(s) && (b == nil || s.e.Beat.After(b.e.Beat)) {
+				b = s
 			}
 		}
-		if best != nil {
-			out = append(out, best.e)
+		if b != nil {
+			best = append(best, b)
 		}
 	}
-	t.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	// Sort pointers, not entries: a card is large.
+	slices.SortFunc(best, func(a, b *slot) int { return strings.Compare(a.e.Agent, b.e.Agent) })
+	out := make([]Entry, len(best))
+	for i, s := range best {
+		out[i] = s.e
+	}
 	return out
 }
 

@@ -535,13 +535,23 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 			"it is listed, stops it (or kills it, in crash rounds) and waits until it is gone;\n"+
 			"prints min, median, p90 and max of each step as a markdown table.")
 	rounds := fs.Int("rounds", 20, fmt.Sprintf("graceful rounds, in [0, %d]: start a worker, wait until it is listed, stop it, wait until it is gone", bench.MaxRegistryRounds))
-	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is listed, kill it, wait until its TTL drops it;\n-1: as many as --rounds")
+	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is listed, kill it, wait until the edges refuse sends to it;\n-1: as many as --rounds")
 	mode := fs.String("mode", "process", `"process": 'a2amesh nats', 'a2amesh edge' and each worker are processes of this binary;`+"\n"+`"inprocess": embedded NATS, edge and agentrt.Workers in this process, each with its own NATS connection`)
 	agent := fs.String("agent", "echo", "built-in agent the workers run")
 	ttl := fs.Duration("ttl", 0, fmt.Sprintf("registry TTL, --mode inprocess only; 0: the bus default (%v)", bus.DefaultConfig.RegistryTTL))
 	bin := fs.String("bin", "", "a2amesh binary for --mode process (default: this one)")
+	many := fs.Int("agents", 0, fmt.Sprintf("many agents, --mode process only: register this many agents (e.g. 1000, at most %d) over --conns connections\n"+
+		"on a mesh with two edges, measure the edges' memory and CPU, GET /agents and route lookups, then\n"+
+		"--rounds times a new agent's join and crash at that scale; 0: the join and leave rounds", bench.MaxManyAgents))
+	conns := fs.Int("conns", 10, "with --agents: the worker connections (processes) the agents are spread over")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *many != 0 {
+		if *mode != "process" || *ttl != 0 {
+			return errors.New("--agents works with --mode process and the default TTL only")
+		}
+		return runBenchRegistryMany(ctx, *bin, *many, *conns, *rounds, *agent)
 	}
 	if *crashRounds < 0 {
 		*crashRounds = *rounds
@@ -574,6 +584,13 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 		}
 		defer m.Close()
 		o.NATSURL, o.EdgeURL = m.NATSURL, m.EdgeURL
+		// A second edge with the default lost grace: a known crash skips it.
+		ge, geURL, err := bench.StartEdgeProc(ctx, path, m.NATSURL)
+		if err != nil {
+			return err
+		}
+		defer ge.Stop(5 * time.Second)
+		o.GraceEdgeURL = geURL
 		o.Launcher = bench.ProcessLauncher{Path: path,
 			Args: []string{"worker", "--nats", m.NATSURL, "--agent", *agent, "--log-level", "warn"}}
 	case "inprocess":
@@ -592,8 +609,8 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("bench registry: --mode %s, agent %s, registry TTL %v, heartbeat every %v (TTL/3); edges prune expired entries every 500ms\n\n",
-		*mode, *agent, res.TTL, res.Heartbeat.Round(time.Millisecond))
+	fmt.Printf("bench registry: --mode %s, agent %s, registry TTL %v, heartbeat every %v (TTL/3); edges probe each worker connection every %v\n\n",
+		*mode, *agent, res.TTL, res.Heartbeat.Round(time.Millisecond), bench.RegistryProbeEvery)
 	start := "process start"
 	stop, kill := "SIGTERM", "SIGKILL"
 	if *mode == "inprocess" {
@@ -615,6 +632,9 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 	row("leave, graceful: "+stop+" → worker exited", res.StopExit)
 	row("leave, crash: "+kill+" → gone from a Table", res.CrashTable)
 	row("leave, crash: "+kill+" → the edge refuses sends", res.CrashEdge)
+	row("join: "+start+" → listed by the edge with a 30s lost grace", res.JoinGraceEdge)
+	row("leave, graceful: "+stop+" → the edge with a 30s lost grace refuses sends", res.LeaveGraceEdge)
+	row("leave, crash: "+kill+" → the edge with a 30s lost grace refuses sends", res.CrashGraceEdge)
 	return nil
 }
 

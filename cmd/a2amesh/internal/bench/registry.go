@@ -166,6 +166,10 @@ type RegistryOptions struct {
 	// EdgeURL, if set, is an edge whose GET /agents (join) and refusal of
 	// a send (leave) are timed too.
 	EdgeURL string
+	// GraceEdgeURL, if set, is another edge timed the same way: one that
+	// keeps an agent whose last worker is lost routable for a grace
+	// (--lost-grace), which a known crash skips.
+	GraceEdgeURL string
 	// Agent is the agent the launcher's workers serve; no other worker
 	// may serve it (default "echo").
 	Agent string
@@ -196,6 +200,8 @@ type RegistryResult struct {
 	// Leave after a crash: from the kill to gone from the table / to the
 	// edge refusing a send.
 	CrashTable, CrashEdge []time.Duration
+	// The same at the edge with a lost grace (GraceEdgeURL).
+	JoinGraceEdge, LeaveGraceEdge, CrashGraceEdge []time.Duration
 }
 
 func (o *RegistryOptions) normalize() error {
@@ -218,6 +224,7 @@ func (o *RegistryOptions) normalize() error {
 		o.Timeout = 60 * time.Second
 	}
 	o.EdgeURL = strings.TrimSuffix(o.EdgeURL, "/")
+	o.GraceEdgeURL = strings.TrimSuffix(o.GraceEdgeURL, "/")
 	return nil
 }
 
@@ -299,7 +306,7 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 	if res.TTL > 0 {
 		wait = max(wait, 2*res.TTL+10*time.Second)
 	}
-	if _, _, err := rb.await(ctx, false, wait); err != nil {
+	if _, _, _, err := rb.await(ctx, false, wait+rb.graceWait()); err != nil {
 		return fmt.Errorf("agent %q still listed before the round: %w", rb.o.Agent, err)
 	}
 	w, start, err := rb.o.Launcher.Start(ctx)
@@ -313,13 +320,16 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 			_, _ = w.Wait(10 * time.Second)
 		}
 	}()
-	tTable, tEdge, err := rb.await(ctx, true, rb.o.Timeout)
+	tTable, tEdge, tGrace, err := rb.await(ctx, true, rb.o.Timeout)
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	res.JoinTable = append(res.JoinTable, tTable.Sub(start))
 	if rb.o.EdgeURL != "" {
 		res.JoinEdge = append(res.JoinEdge, tEdge.Sub(start))
+	}
+	if rb.o.GraceEdgeURL != "" {
+		res.JoinGraceEdge = append(res.JoinGraceEdge, tGrace.Sub(start))
 	}
 	for _, e := range rb.table.Agents() {
 		if e.Agent == rb.o.Agent {
@@ -336,13 +346,16 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 		if err := w.Stop(); err != nil {
 			return fmt.Errorf("stop: %w", err)
 		}
-		tTable, tEdge, err := rb.await(ctx, false, rb.o.Timeout)
+		tTable, tEdge, tGrace, err := rb.await(ctx, false, rb.o.Timeout)
 		if err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
 		res.LeaveTable = append(res.LeaveTable, tTable.Sub(t0))
 		if rb.o.EdgeURL != "" {
 			res.LeaveEdge = append(res.LeaveEdge, tEdge.Sub(t0))
+		}
+		if rb.o.GraceEdgeURL != "" {
+			res.LeaveGraceEdge = append(res.LeaveGraceEdge, tGrace.Sub(t0))
 		}
 		exitAt, err := w.Wait(rb.o.Timeout)
 		stopped = true
@@ -363,7 +376,7 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 		return fmt.Errorf("after kill: %w", err)
 	}
 	stopped = true
-	tTable, tEdge, err = rb.await(ctx, false, 2*res.TTL+10*time.Second)
+	tTable, tEdge, tGrace, err = rb.await(ctx, false, 2*res.TTL+10*time.Second+rb.graceWait())
 	if err != nil {
 		return fmt.Errorf("leave after crash: %w", err)
 	}
@@ -371,21 +384,40 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 	if rb.o.EdgeURL != "" {
 		res.CrashEdge = append(res.CrashEdge, tEdge.Sub(t0))
 	}
+	if rb.o.GraceEdgeURL != "" {
+		res.CrashGraceEdge = append(res.CrashGraceEdge, tGrace.Sub(t0))
+	}
 	return ctx.Err()
 }
 
+// graceWait is how much longer than the TTL an agent may stay routable
+// at the grace edge: its lost grace, when the crash is not known.
+func (rb *registryBench) graceWait() time.Duration {
+	if rb.o.GraceEdgeURL == "" {
+		return 0
+	}
+	return registry.DefaultLostGrace
+}
+
 // await waits until the agent is listed (present) or not, by the table
-// and by the edge, and returns when each first saw it.
-func (rb *registryBench) await(ctx context.Context, present bool, timeout time.Duration) (tTable, tEdge time.Time, err error) {
+// and by the edges, and returns when each first saw it.
+func (rb *registryBench) await(ctx context.Context, present bool, timeout time.Duration) (tTable, tEdge, tGrace time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var wg sync.WaitGroup
-	var edgeErr error
+	var edgeErr, graceErr error
 	if rb.o.EdgeURL != "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tEdge, edgeErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeRoutes(ctx, present) })
+			tEdge, edgeErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeRoutes(ctx, rb.o.EdgeURL, present) })
+		}()
+	}
+	if rb.o.GraceEdgeURL != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tGrace, graceErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeRoutes(ctx, rb.o.GraceEdgeURL, present) })
 		}()
 	}
 	tTable, err = pollUntil(ctx, tablePoll, func() bool {
@@ -394,12 +426,15 @@ func (rb *registryBench) await(ctx context.Context, present bool, timeout time.D
 	})
 	wg.Wait()
 	if err != nil {
-		return tTable, tEdge, fmt.Errorf("table: %w", err)
+		return tTable, tEdge, tGrace, fmt.Errorf("table: %w", err)
 	}
 	if edgeErr != nil {
-		return tTable, tEdge, fmt.Errorf("edge: %w", edgeErr)
+		return tTable, tEdge, tGrace, fmt.Errorf("edge: %w", edgeErr)
 	}
-	return tTable, tEdge, nil
+	if graceErr != nil {
+		return tTable, tEdge, tGrace, fmt.Errorf("edge with a lost grace: %w", graceErr)
+	}
+	return tTable, tEdge, tGrace, nil
 }
 
 // pollUntil calls cond every interval until it holds (returning when) or
@@ -426,16 +461,16 @@ func pollUntil(ctx context.Context, interval time.Duration, cond func() bool) (t
 // GET /agents lists the agent; for leave, a send to it is refused because
 // no live worker serves it. The send carries no message, so when the agent
 // is live it is refused for that instead and no task is created.
-func (rb *registryBench) edgeRoutes(ctx context.Context, present bool) bool {
+func (rb *registryBench) edgeRoutes(ctx context.Context, edge string, present bool) bool {
 	if present {
-		return rb.edgeLists(ctx)
+		return rb.edgeLists(ctx, edge)
 	}
-	msg, ok := rb.probeSend(ctx)
+	msg, ok := rb.probeSend(ctx, edge)
 	return ok && strings.Contains(msg, "no live worker")
 }
 
-func (rb *registryBench) edgeLists(ctx context.Context) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rb.o.EdgeURL+"/agents", nil)
+func (rb *registryBench) edgeLists(ctx context.Context, edge string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, edge+"/agents", nil)
 	if err != nil {
 		return false
 	}
@@ -462,10 +497,10 @@ func (rb *registryBench) edgeLists(ctx context.Context) bool {
 // probeBody is a SendMessage without a message: refused either way.
 var probeBody = []byte(`{"jsonrpc":"2.0","method":"SendMessage","params":{},"id":1}`)
 
-// probeSend posts probeBody to the agent and returns the JSON-RPC error
+// probeSend posts probeBody to the agent at edge and returns the JSON-RPC error
 // message (ok false when there is none or the call failed).
-func (rb *registryBench) probeSend(ctx context.Context) (string, bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rb.o.EdgeURL+"/agents/"+rb.o.Agent, bytes.NewReader(probeBody))
+func (rb *registryBench) probeSend(ctx context.Context, edge string) (string, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, edge+"/agents/"+rb.o.Agent, bytes.NewReader(probeBody))
 	if err != nil {
 		return "", false
 	}

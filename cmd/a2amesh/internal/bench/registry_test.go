@@ -184,6 +184,29 @@ func TestRegistryRefusesLiveAgent(t *testing.T) {
 	}
 }
 
+// TestRegistryManyAgents registers a few dozen agents over a few
+// connections on an in-process mesh and runs one join-and-crash round.
+func TestRegistryManyAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a mesh")
+	}
+	ctx, cfg, m := startRegistryMesh(t)
+	res, err := RunManyAgents(ctx, ManyOptions{NATSURL: m.NATSURL, Bus: cfg, EdgeURLs: []string{m.EdgeURL},
+		Agents: 40, Conns: 4, Card: agents.Echo{}.Card(), Rounds: 1, Progress: func(msg string) { t.Log(msg) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Join) != 1 || len(res.JoinEach) != 1 || len(res.Crash) != 1 || len(res.AgentsGET) != agentsGETs {
+		t.Fatalf("samples: %+v", res)
+	}
+	if res.Crash[0] > 3*time.Second {
+		t.Errorf("crash leave %v, want within 3s (the TTL is %v)", res.Crash[0], testTTL)
+	}
+	if res.TableHeap <= 0 || res.LookupNs <= 0 || res.AgentsBytes <= 0 || res.TTL != testTTL {
+		t.Errorf("figures: %+v", res)
+	}
+}
+
 func TestSummarize(t *testing.T) {
 	var v []time.Duration
 	for i := 10; i >= 1; i-- {
