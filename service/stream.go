@@ -425,7 +425,7 @@ func (p *streamPump) probe(ctx context.Context, now time.Time) bool {
 		p.behind = 0 // quiet, not stalled
 	case p.behind > 0 && p.lastRead < p.behind:
 		// Events the log had at the last ask are still not here: the
-		// follower is stuck.
+		// tail is stuck.
 		p.c.Log.Warn("stream: event reader stalled; reading the log again", "last_read", p.lastRead, "log_last", last)
 		p.closeReader()
 		p.behind = 0
