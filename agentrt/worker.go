@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/lazylog"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/registry"
 	"go.opentelemetry.io/otel/trace"
@@ -154,7 +155,8 @@ func (w *Worker) defaults() error {
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
-	w.Logger = w.Logger.With("agent", w.Name, "instance", w.Instance)
+	// Formatted once; what each task adds only when a line is written.
+	w.Logger = lazylog.New(w.Logger.With("agent", w.Name, "instance", w.Instance))
 	return nil
 }
 

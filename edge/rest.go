@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/lazylog"
 	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/tracing"
 )
@@ -305,7 +306,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	c := &restCall{call: &call{w: w, r: r, op: rt.op, version: a2a.V10, span: span}, route: rt, media: media, body: body}
 	c.sc = &service.Call{Principal: principalFrom(ctx), Agent: rt.agent, Version: a2a.V10,
-		Log: e.log.With("method", rt.method, "binding", "http+json"), OnAgent: c.traced, OnTask: c.taskTraced}
+		Log: lazylog.New(e.log).With("method", rt.method, "binding", "http+json"), OnAgent: c.traced, OnTask: c.taskTraced}
 	e.restDispatch(c)
 }
 

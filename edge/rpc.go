@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/lazylog"
 	"github.com/a2amesh/a2amesh/service"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -88,7 +89,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	c.version = version
 	c.sc = &service.Call{Principal: principal, Agent: r.PathValue("name"), Version: version,
-		Legacy02: isLegacySend(req.Method), Log: e.log.With("method", req.Method),
+		Legacy02: isLegacySend(req.Method), Log: lazylog.New(e.log).With("method", req.Method),
 		OnAgent: c.traced, OnTask: c.taskTraced}
 	e.dispatch(c)
 }
