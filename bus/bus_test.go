@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func openTestBus(t *testing.T, cfg Config) *Bus {
+func openTestBus(t testing.TB, cfg Config) *Bus {
 	t.Helper()
 	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)

@@ -197,13 +197,15 @@ const (
 )
 
 // ScanIndex calls fn with the entries q selects, newest first, starting
-// below sequence before (0: from the newest), until fn returns false or
-// the entries run out. want is how many entries the caller expects to
-// take (a page), which sizes its reads: it reads back from the end of the
-// stream in windows of sequences, each read forward by the server's
-// subject filter, widening them while they come back sparse, so a page
-// costs about its size in reads however many tasks the stream holds.
-func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) bool) error {
+// below sequence before (0: from the newest), until fn says no more or
+// the entries run out; fn also says whether it took the entry (a caller
+// filtering further skips some). want is how many entries the caller
+// expects to take (a page), which sizes its reads: it reads back from the
+// end of the stream in windows of sequences, each read forward by the
+// server's subject filter, sized by how densely the last window gave
+// entries the caller took, so a page costs about its size in reads
+// however many tasks the stream holds.
+func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) (took, more bool)) error {
 	filter := q.filter()
 	info, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
 	if err != nil {
@@ -220,7 +222,48 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 			return err
 		}
 		lo := max(first, hi-min(w, hi-1))
-		var batch []IndexEntry
+		batch, err := b.indexRange(ctx, filter, lo, hi)
+		if err != nil {
+			return err
+		}
+		took := 0
+		for i := len(batch) - 1; i >= 0; i-- {
+			t, more := fn(batch[i])
+			if t {
+				took++
+			}
+			if !more {
+				return nil
+			}
+		}
+		want -= took
+		hi = lo
+		// Size the next window for what is still wanted at the density
+		// of taken entries just seen, growing at most fourfold.
+		switch {
+		case took == 0:
+			w *= 4
+		default:
+			per := float64(w) / float64(took) // sequences per taken entry
+			w = min(4*w, uint64(per*float64(max(want, 1)))+scanWindowMin)
+		}
+		w = min(max(w, scanWindowMin), scanWindowMax)
+	}
+	return nil
+}
+
+// consumerWindow is the span of sequences from which a window is read
+// through a consumer rather than message by message: a consumer costs
+// two requests and the server's count of what it has pending (which
+// walks every subject under the filter), one get per entry costs a
+// request each.
+const consumerWindow = 1024
+
+// indexRange returns the entries under filter with sequences in [lo, hi),
+// oldest first.
+func (b *Bus) indexRange(ctx context.Context, filter string, lo, hi uint64) ([]IndexEntry, error) {
+	var batch []IndexEntry
+	if hi-lo >= consumerWindow {
 		err := b.indexConsumer(ctx, filter, lo, time.Time{}, func(c jetstream.Consumer) error {
 			return readEntries(c, hi, func(e IndexEntry) bool {
 				indexEntriesRead.Add(1)
@@ -228,28 +271,28 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 				return true
 			})
 		})
-		if err != nil {
-			return err
-		}
-		for i := len(batch) - 1; i >= 0; i-- {
-			if !fn(batch[i]) {
-				return nil
-			}
-			want--
-		}
-		hi = lo
-		// Size the next window for what is still wanted at the density
-		// just seen, growing at most fourfold.
-		switch {
-		case len(batch) == 0:
-			w *= 4
-		default:
-			per := float64(w) / float64(len(batch)) // sequences per entry
-			w = min(4*w, uint64(per*float64(max(want, 1)))+scanWindowMin)
-		}
-		w = min(max(w, scanWindowMin), scanWindowMax)
+		return batch, err
 	}
-	return nil
+	for seq := lo; seq < hi; {
+		m, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+			return b.indexStream.GetMsg(c, seq, jetstream.WithGetMsgSubject(filter))
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bus: task index: %w", err)
+		}
+		if m.Sequence >= hi {
+			break
+		}
+		indexEntriesRead.Add(1)
+		if e, ok := parseIndexMsg(m); ok {
+			batch = append(batch, e)
+		}
+		seq = m.Sequence + 1
+	}
+	return batch, nil
 }
 
 // CountIndex counts the entries q selects. The server counts them from

@@ -15,12 +15,12 @@ func indexIDs(t *testing.T, b *Bus, q IndexQuery, before uint64, n int) ([]strin
 	t.Helper()
 	var ids []string
 	var seqs []uint64
-	require.NoError(t, b.ScanIndex(context.Background(), q, before, n, func(e IndexEntry) bool {
+	require.NoError(t, b.ScanIndex(context.Background(), q, before, n, func(e IndexEntry) (bool, bool) {
 		if len(ids) == n {
-			return false
+			return false, false
 		}
 		ids, seqs = append(ids, e.TaskID), append(seqs, e.Seq)
-		return true
+		return true, true
 	}))
 	return ids, seqs
 }
@@ -77,7 +77,7 @@ func TestIndexListsNewestChangeFirst(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var first IndexEntry
-	require.NoError(t, b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) bool { first = e; return false }))
+	require.NoError(t, b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) (bool, bool) { first = e; return true, false }))
 	assert.Equal(t, "t01", first.TaskID)
 	assert.Equal(t, a2a.StateCompleted, first.State)
 	n, err = b.CountIndex(ctx, alice)
@@ -111,9 +111,9 @@ func TestIndexScanReadsAboutAPage(t *testing.T) {
 
 	calls := 0
 	before := indexEntriesRead.Load()
-	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 10, func(IndexEntry) bool {
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 10, func(IndexEntry) (bool, bool) {
 		calls++
-		return calls < 10
+		return true, calls < 10
 	}))
 	assert.Equal(t, 10, calls)
 	assert.LessOrEqual(t, indexEntriesRead.Load()-before, int64(40), "a page of 10 reads a window near its size, not the 400 entries")
@@ -161,4 +161,38 @@ func TestIndexBackfilledForAnOlderStore(t *testing.T) {
 	done, err = b.backfillIndex(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, done, "only once")
+}
+
+// BenchmarkIndexPage times the first page (51 entries, as ListTasks reads
+// for a page of 50) and the count of one owner's tasks, with 10⁴ and 10⁵
+// tasks in the index:
+//
+//	go test -run '^$' -bench IndexPage ./bus
+func BenchmarkIndexPage(bb *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		bb.Run(fmt.Sprintf("tasks=%d", n), func(bb *testing.B) {
+			b := openTestBus(bb, Config{})
+			for i := 0; i < n; i++ {
+				msg, err := indexMsg(newRecord(fmt.Sprintf("t%07d", i)))
+				require.NoError(bb, err)
+				_, err = b.js.PublishMsgAsync(msg)
+				require.NoError(bb, err)
+			}
+			<-b.js.PublishAsyncComplete()
+			q := IndexQuery{Owner: "alice", Agent: "echo"}
+			ctx := context.Background()
+			bb.Run("page", func(bb *testing.B) {
+				for bb.Loop() {
+					k := 0
+					require.NoError(bb, b.ScanIndex(ctx, q, 0, 51, func(IndexEntry) (bool, bool) { k++; return true, k < 51 }))
+				}
+			})
+			bb.Run("count", func(bb *testing.B) {
+				for bb.Loop() {
+					_, err := b.CountIndex(ctx, q)
+					require.NoError(bb, err)
+				}
+			})
+		})
+	}
 }

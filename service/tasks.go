@@ -136,33 +136,33 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	var (
 		recs    []*bus.TaskRecord
 		lastSeq uint64
-		more    bool
+		hasMore bool
 		readErr error
 	)
-	err = s.bus.ScanIndex(ctx, q, before, size+1, func(e bus.IndexEntry) bool {
+	err = s.bus.ScanIndex(ctx, q, before, size+1, func(e bus.IndexEntry) (took, more bool) {
 		if !after.IsZero() && e.Written.Before(after.Add(-indexSkew)) {
-			return false // written before the bound: so are all older entries
+			return false, false // written before the bound: so are all older entries
 		}
 		if !hint(e) {
-			return true
+			return false, true
 		}
 		r, err := s.bus.ReadTask(ctx, e.TaskID)
 		if errors.Is(err, bus.ErrTaskNotFound) {
-			return true // evicted or expired since
+			return false, true // evicted or expired since
 		}
 		if err != nil {
 			readErr = err
-			return false
+			return false, false
 		}
 		if !keep(r) {
-			return true
+			return false, true
 		}
 		if len(recs) == size {
-			more = true
-			return false
+			hasMore = true
+			return true, false
 		}
 		recs, lastSeq = append(recs, r), e.Seq
-		return true
+		return true, true
 	})
 	if err == nil {
 		err = readErr
@@ -183,7 +183,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		out.Tasks = append(out.Tasks, t)
 	}
-	if more {
+	if hasMore {
 		out.NextPageToken = encodeCursor(lastSeq)
 	}
 	return out, nil

@@ -64,8 +64,8 @@ func runBenchList(ctx context.Context, args []string) error {
 
 	fmt.Printf("bench list: ListTasks (pageSize 50) on a dev mesh at %s, %d calls per level\n", endpoint, *calls)
 	// A row as soon as its level is measured (a large level takes minutes).
-	const row = "%14v  %12v  %10v  %10v  %10v  %10v\n"
-	fmt.Printf(row, "retained tasks", "fill tasks/s", "list p50", "p99", "max", "totalSize")
+	const row = "%14v  %12v  %-16v  %10v  %10v  %10v  %6v  %10v\n"
+	fmt.Printf(row, "retained tasks", "fill tasks/s", "query", "list p50", "p99", "max", "tasks", "totalSize")
 	have := 0
 	for _, level := range levels {
 		fill := bench.Result{}
@@ -80,15 +80,41 @@ func runBenchList(ctx context.Context, args []string) error {
 			}
 			have += int(fill.Tasks)
 		}
-		res, err := bench.ListLatency(ctx, hc, endpoint, *calls)
+		first, err := bench.ListLatency(ctx, hc, endpoint, 1, "")
 		if err != nil {
 			return err
 		}
-		if res.FirstError != "" {
-			return fmt.Errorf("at %d tasks: ListTasks: %s", have, res.FirstError)
+		if first.FirstError != "" {
+			return fmt.Errorf("at %d tasks: ListTasks: %s", have, first.FirstError)
 		}
-		fmt.Printf(row, have, fmt.Sprintf("%.0f", fill.Throughput),
-			fmtLatency(res.P50), fmtLatency(res.P99), fmtLatency(res.Max), res.TotalSize)
+		for _, q := range listQueries(first.NextPageToken) {
+			res, err := bench.ListLatency(ctx, hc, endpoint, *calls, q.params)
+			if err != nil {
+				return err
+			}
+			if res.FirstError != "" {
+				return fmt.Errorf("at %d tasks: ListTasks %s: %s", have, q.name, res.FirstError)
+			}
+			fmt.Printf(row, have, fmt.Sprintf("%.0f", fill.Throughput), q.name,
+				fmtLatency(res.P50), fmtLatency(res.P99), fmtLatency(res.Max), res.PageTasks, res.TotalSize)
+		}
 	}
 	return nil
+}
+
+type listQuery struct{ name, params string }
+
+// listQueries are the ListTasks calls bench list times at each level: the
+// first page; the page after it; a status every task has (completed); a
+// status none has (working: the whole index is looked through); a
+// context no task has (the server's subject filter answers).
+func listQueries(next string) []listQuery {
+	qs := []listQuery{{"first page", bench.ListFirstPage}}
+	if next != "" {
+		qs = append(qs, listQuery{"second page", `{"pageSize":50,"historyLength":0,"pageToken":"` + next + `"}`})
+	}
+	return append(qs,
+		listQuery{"status=completed", `{"pageSize":50,"historyLength":0,"status":"TASK_STATE_COMPLETED"}`},
+		listQuery{"status=working", `{"pageSize":50,"historyLength":0,"status":"TASK_STATE_WORKING"}`},
+		listQuery{"unknown context", `{"pageSize":50,"historyLength":0,"contextId":"no-such-context"}`})
 }

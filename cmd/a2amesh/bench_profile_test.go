@@ -93,7 +93,7 @@ func TestListLatency(t *testing.T) {
 	res, err := bench.Run(ctx, bench.Options{URL: ep, Method: bench.MethodSend10, Concurrency: 2, MaxRequests: 7, Duration: time.Minute, Client: hc})
 	require.NoError(t, err)
 	require.EqualValues(t, 7, res.Tasks)
-	lr, err := bench.ListLatency(ctx, hc, ep, 3)
+	lr, err := bench.ListLatency(ctx, hc, ep, 3, "")
 	require.NoError(t, err)
 	require.Empty(t, lr.FirstError)
 	require.Equal(t, 3, lr.Calls)
@@ -101,9 +101,9 @@ func TestListLatency(t *testing.T) {
 	require.Equal(t, 7, lr.PageTasks)
 	require.Positive(t, lr.P50)
 
-	lr, err = bench.ListLatency(ctx, hc, m.URL+"/healthz", 3)
+	lr, err = bench.ListLatency(ctx, hc, m.URL+"/healthz", 3, "")
 	require.NoError(t, err)
 	require.NotEmpty(t, lr.FirstError, "an error answer is reported, not timed")
-	_, err = bench.ListLatency(ctx, hc, ep, 0)
+	_, err = bench.ListLatency(ctx, hc, ep, 0, "")
 	require.Error(t, err)
 }

@@ -10,24 +10,33 @@ import (
 )
 
 // ListResult is what ListLatency measured: the latency of ListTasks
-// calls for the first page, and the totalSize the mesh reported.
+// calls, and the totalSize and next page token the mesh reported.
 type ListResult struct {
-	Calls      int
-	P50, P99   time.Duration
-	Max        time.Duration
-	TotalSize  int
-	PageTasks  int
-	FirstError string
+	Calls         int
+	P50, P99      time.Duration
+	Max           time.Duration
+	TotalSize     int
+	PageTasks     int
+	NextPageToken string
+	FirstError    string
 }
 
-// ListLatency calls 1.0 ListTasks (JSON-RPC, pageSize 50, no history, no
-// artifacts) at url calls times, one after another, and measures each
-// call. A call that fails ends the measurement with FirstError set.
-func ListLatency(ctx context.Context, client *http.Client, url string, calls int) (ListResult, error) {
+// ListFirstPage is the ListTasks query ListLatency makes by default: the
+// first page of 50, no history, no artifacts.
+const ListFirstPage = `{"pageSize":50,"historyLength":0}`
+
+// ListLatency calls 1.0 ListTasks (JSON-RPC) with params (a JSON object;
+// "" for ListFirstPage) at url calls times, one after another, and
+// measures each call. A call that fails ends the measurement with
+// FirstError set.
+func ListLatency(ctx context.Context, client *http.Client, url string, calls int, params string) (ListResult, error) {
 	if calls < 1 || calls > 10_000 {
 		return ListResult{}, fmt.Errorf("bench: %d list calls: want 1 to 10000", calls)
 	}
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":50,"historyLength":0}}`)
+	if params == "" {
+		params = ListFirstPage
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":` + params + `}`)
 	var (
 		res   ListResult
 		lat   []time.Duration
@@ -42,8 +51,9 @@ func ListLatency(ctx context.Context, client *http.Client, url string, calls int
 		d := time.Since(t0)
 		var r struct {
 			Result *struct {
-				Tasks     []json.RawMessage `json:"tasks"`
-				TotalSize int               `json:"totalSize"`
+				Tasks         []json.RawMessage `json:"tasks"`
+				TotalSize     int               `json:"totalSize"`
+				NextPageToken string            `json:"nextPageToken"`
 			} `json:"result"`
 			Error *struct {
 				Code    int    `json:"code"`
@@ -57,7 +67,7 @@ func ListLatency(ctx context.Context, client *http.Client, url string, calls int
 			}
 			break
 		}
-		res.TotalSize, res.PageTasks = r.Result.TotalSize, len(r.Result.Tasks)
+		res.TotalSize, res.PageTasks, res.NextPageToken = r.Result.TotalSize, len(r.Result.Tasks), r.Result.NextPageToken
 		lat = append(lat, d)
 	}
 	res.Calls = len(lat)
