@@ -68,6 +68,35 @@ func TestCrashedWorkerLeavesAtOnce(t *testing.T) {
 	require.False(t, present(table, "solo"), "a known crash has no grace")
 }
 
+// The entries of a dead worker outlive it in the bucket (3 TTLs), and a
+// watch that starts again replays them: they are not listed again.
+func TestReplayedEntryOfDeadWorkerStaysGone(t *testing.T) {
+	const ttl = time.Second
+	nd := natstest.StartSingle(t)
+	cfg := bus.Config{RegistryTTL: ttl}
+	edgeBus, _ := openOn(t, nd.URL(), "edge", cfg)
+	deadBus, deadConn := openOn(t, nd.URL(), "worker-dies", cfg)
+	table := NewTable(edgeBus)
+	table.Logger = testLogger()
+	table, ctx, _ := watchTableWith(t, edgeBus, table)
+	publishing(t, deadBus, "ghost", "g1")
+	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool { return listed(table, "ghost") }))
+
+	deadConn.Close()
+	require.True(t, natstest.Eventually(ctx, 3*time.Second, func() bool { return !present(table, "ghost") }), "gone")
+	require.True(t, natstest.Eventually(ctx, 5*time.Second, func() bool {
+		table.mu.RLock()
+		defer table.mu.RUnlock()
+		return len(table.entries) == 0
+	}), "its entry expires from the table")
+	raw, err := edgeBus.Registry().Get(ctx, "ghost.g1")
+	require.NoError(t, err, "the entry is still in the bucket")
+	table.apply(&bus.Entry{Key: "ghost.g1", Value: raw, Revision: 1}) // what a new watch replays
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		require.False(t, listed(table, "ghost") || present(table, "ghost"), "a replayed entry of a dead worker is listed again")
+	}
+}
+
 // A NATS node dies under workers whose failover takes longer than the
 // probes' confirmation (their next server in line swallows the connect
 // for 1.2s): no agent leaves any edge meanwhile, since the dead

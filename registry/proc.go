@@ -58,6 +58,9 @@ const (
 	// MaxProbeRate×ProbeEvery connections (400 at 200ms), each is probed
 	// less often.
 	MaxProbeRate = 2000
+	// maxProcProbes bounds the probes one table has in flight (at
+	// MaxProbeRate, 300ms each when its server is paused: 600).
+	maxProcProbes = 256
 	// procTick is how often the prober looks for connections due.
 	procTick = 25 * time.Millisecond
 	// confirmAfter is the least time between the first and the deciding
@@ -157,14 +160,20 @@ type procState struct {
 }
 
 // procLocked returns the state of connection id, creating it (with
-// server as its first guess and its first probe within one period).
-// t.mu is held.
+// server as its first guess and its first probe within one period; gone,
+// and probed at once, when it was found gone before). t.mu is held.
 func (t *Table) procLocked(id, server string, now time.Time) *procState {
 	ps := t.procs[id]
 	if ps == nil {
 		ps = &procState{keys: map[string]struct{}{}, server: server}
 		// Spread the first probes of many new connections over a period.
 		ps.next = now.Add(rand.N(t.probeEveryLocked()))
+		if _, ok := t.buried[id]; ok {
+			// A connection found gone before (an entry of it replayed by
+			// a new watch): gone still, unless it answers at once.
+			delete(t.buried, id)
+			ps.gone, ps.crash, ps.next = true, true, now
+		}
 		t.procs[id] = ps
 	}
 	return ps
@@ -182,26 +191,29 @@ func (t *Table) probeEveryLocked() time.Duration {
 }
 
 // probeProcs starts a probe of every connection that is due, up to the
-// free room of maxProbes in flight (the rest wait for a later tick).
+// free room of maxProcProbes in flight (the rest wait for a later tick):
+// first those that a probe found missing, whose confirmation decides.
 func (p *prober) probeProcs(ctx context.Context, now time.Time) {
 	t := p.t
 	var due []string
 	t.mu.Lock()
-	room := cap(p.sem) - len(p.sem)
-	for id, ps := range t.procs {
-		if len(due) >= room {
-			break
+	room := cap(p.procSem) - len(p.procSem)
+	for _, suspects := range []bool{true, false} {
+		for id, ps := range t.procs {
+			if len(due) >= room {
+				break
+			}
+			if ps.probing || now.Before(ps.next) || ps.missSince.IsZero() == suspects {
+				continue
+			}
+			ps.probing = true
+			due = append(due, id)
 		}
-		if ps.probing || now.Before(ps.next) {
-			continue
-		}
-		ps.probing = true
-		due = append(due, id)
 	}
 	t.mu.Unlock()
 	for i, id := range due {
 		select {
-		case p.sem <- struct{}{}:
+		case p.procSem <- struct{}{}:
 		default:
 			t.mu.Lock()
 			for _, rest := range due[i:] {
@@ -215,7 +227,7 @@ func (p *prober) probeProcs(ctx context.Context, now time.Time) {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer func() { <-p.sem }()
+			defer func() { <-p.procSem }()
 			pctx, cancel := context.WithTimeout(ctx, procProbeTimeout)
 			server, err := p.nc.Request(pctx, ProcSubject(id))
 			cancel()

@@ -160,7 +160,7 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 
 // Table tuning.
 const (
-	// maxProbes bounds the pings and probes one table has in flight.
+	// maxProbes bounds the pings one table has in flight.
 	maxProbes = 64
 	// missRetry is the pause before pinging again an instance that did
 	// not answer.
@@ -241,6 +241,7 @@ type Table struct {
 	entries map[string]*slot            // key -> entry
 	byAgent map[string]map[string]*slot // agent -> key -> entry
 	procs   map[string]*procState       // connection -> what probes found
+	buried  map[string]time.Time        // connection found gone, its entries all gone -> until when to remember it
 	seen    map[string]time.Time        // NATS server id -> when a connection on it last answered a probe
 	lost    map[string]lostAgent
 	gen     uint64
@@ -324,6 +325,13 @@ func (t *Table) removeLocked(key string) *slot {
 		delete(ps.keys, key)
 		if len(ps.keys) == 0 {
 			delete(t.procs, s.e.Proc)
+			if ps.gone {
+				// Its entries stay in the bucket for up to 3 TTLs after
+				// their last renewal (the bucket's age limit): a watch that
+				// starts again replays them, and they must not be listed
+				// again as if alive.
+				t.buried[s.e.Proc] = time.Now().Add(3 * max(s.e.TTL, bus.DefaultConfig.RegistryTTL))
+			}
 		}
 	}
 	return s
@@ -371,7 +379,7 @@ func (t *Table) forgetLost(now time.Time) {
 // NewTable returns an empty table of the registry on b; Run fills it.
 func NewTable(b *bus.Bus) *Table {
 	return &Table{bus: b, entries: map[string]*slot{}, byAgent: map[string]map[string]*slot{},
-		procs: map[string]*procState{}, seen: map[string]time.Time{}, ready: make(chan struct{})}
+		procs: map[string]*procState{}, buried: map[string]time.Time{}, seen: map[string]time.Time{}, ready: make(chan struct{})}
 }
 
 // Run watches the registry bucket until ctx ends, and pings instances
@@ -388,7 +396,7 @@ func (t *Table) Run(ctx context.Context) error {
 	defer readyOnce()
 	// Pings run beside the watch, so a watch that waits for JetStream
 	// never holds them up.
-	p := &prober{t: t, log: log, sem: make(chan struct{}, maxProbes)}
+	p := &prober{t: t, log: log, sem: make(chan struct{}, maxProbes), procSem: make(chan struct{}, maxProcProbes)}
 	if b != nil {
 		p.nc = b // before the loop starts: it reads it
 		t.mu.Lock()
@@ -621,11 +629,12 @@ func (t *Table) Agents() []Entry {
 // prober pings the instances of a table whose heartbeats are late, and
 // probes the connections its entries name (proc.go).
 type prober struct {
-	t   *Table
-	nc  conn // nil: no pings, entries expire by their heartbeats
-	log *slog.Logger
-	sem chan struct{}
-	wg  sync.WaitGroup
+	t       *Table
+	nc      conn // nil: no pings, entries expire by their heartbeats
+	log     *slog.Logger
+	sem     chan struct{} // pings in flight
+	procSem chan struct{} // connection probes in flight
+	wg      sync.WaitGroup
 }
 
 // loop checks the table's entries every tick until ctx ends, then waits
@@ -709,6 +718,11 @@ func (p *prober) probeDue(ctx context.Context, now time.Time) {
 	for id, at := range t.seen {
 		if now.Sub(at) > time.Minute { // a server no connection answered from lately
 			delete(t.seen, id)
+		}
+	}
+	for id, until := range t.buried {
+		if now.After(until) {
+			delete(t.buried, id)
 		}
 	}
 	for k, s := range t.entries {
