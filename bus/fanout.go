@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -73,6 +74,8 @@ type feed struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	ready  chan struct{} // closed once pos is the feed's start
+	// following is whether a consumer of the feed reads the log now.
+	following atomic.Bool
 
 	mu      sync.Mutex
 	tails   map[string]map[*EventTail]struct{} // by task id
@@ -230,6 +233,8 @@ func (f *feed) follow(ctx context.Context) error {
 		return fmt.Errorf("bus: event feed: %w", err)
 	}
 	defer it.Stop()
+	f.following.Store(true)
+	defer f.following.Store(false)
 	var delivered uint64 // the consumer's delivery sequence: 1, 2, ... or one was lost
 	var behindAt uint64  // 1 + the feed's position at the last quiet ask that found it behind (0: not behind)
 	for {
@@ -391,6 +396,10 @@ func (t *EventTail) push(seq uint64, data []byte) {
 	default:
 	}
 }
+
+// Following reports whether the event feed reads the log now (false
+// while it starts, or after a failure until its next consumer reads).
+func (t *EventTail) Following() bool { return t.f.following.Load() }
 
 // Ready is ready when Next may have an event: call Next then. Ask again
 // after every Next.
