@@ -493,3 +493,170 @@ func decodeSendFast(b []byte, r *SendMessageRequest) bool {
 	*r = v
 	return true
 }
+
+// quickState reads a TaskState given as its 1.0 name, exactly.
+func quickState(b []byte) (TaskState, bool) {
+	if n := len(b); n > 2 && b[0] == '"' && b[n-1] == '"' {
+		for _, st := range stateNumbers {
+			if string(b[1:n-1]) == string(st) {
+				return st, true
+			}
+		}
+	}
+	return "", false
+}
+
+// UnmarshalJSON reads a task. A task is read back from the mesh's own
+// store on every load (and every settled blocking send): the shape the
+// mesh writes is read in one pass (decodeTaskFast), anything else by
+// encoding/json as before.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	if decodeTaskFast(b, t) {
+		return nil
+	}
+	type plain Task
+	return json.Unmarshal(b, (*plain)(t))
+}
+
+// decodeTaskFast reads a task in the shape the mesh writes into a zero
+// task (encoding/json merges into a task that is not; the fast path
+// leaves that to it).
+func decodeTaskFast(b []byte, t *Task) bool {
+	if !fastDecode || t.ID != "" || t.ContextID != "" || t.Status != (TaskStatus{}) ||
+		t.Artifacts != nil || t.History != nil || t.Metadata != nil {
+		return false
+	}
+	s := fscan{b: b}
+	var (
+		v    Task
+		keys seen
+	)
+	ok := s.object(func(k []byte) bool {
+		var ok bool
+		switch string(k) {
+		case "id":
+			v.ID, ok = s.strIf(keys.first(0))
+		case "contextId":
+			v.ContextID, ok = s.strIf(keys.first(1))
+		case "status":
+			ok = keys.first(2) && fastStatus(&s, &v.Status)
+		case "artifacts":
+			ok = keys.first(3) && fastArtifacts(&s, &v.Artifacts)
+		case "history":
+			ok = keys.first(4) && fastHistory(&s, &v.History)
+		case "metadata":
+			if !keys.first(5) {
+				return false
+			}
+			v.Metadata, ok = s.metadata()
+		}
+		return ok
+	})
+	if !ok || !s.end() {
+		return false
+	}
+	*t = v
+	return true
+}
+
+func fastStatus(s *fscan, st *TaskStatus) bool {
+	var keys seen
+	return s.object(func(k []byte) bool {
+		var ok bool
+		switch string(k) {
+		case "state":
+			if !keys.first(0) {
+				return false
+			}
+			raw, _, rok := s.rawString()
+			if !rok {
+				return false
+			}
+			st.State, ok = quickState(raw)
+		case "message":
+			if !keys.first(1) {
+				return false
+			}
+			m := &Message{}
+			ok = fastMessage(s, m)
+			st.Message = m
+		case "timestamp":
+			st.Timestamp, ok = s.strIf(keys.first(2))
+		}
+		return ok
+	})
+}
+
+func fastHistory(s *fscan, h *[]Message) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	out := []Message{}
+	if s.byte(']') {
+		*h = out
+		return true
+	}
+	for {
+		out = append(out, Message{})
+		if !fastMessage(s, &out[len(out)-1]) {
+			return false
+		}
+		if s.byte(',') {
+			continue
+		}
+		*h = out
+		return s.byte(']')
+	}
+}
+
+func fastArtifacts(s *fscan, as *[]Artifact) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	out := []Artifact{}
+	if s.byte(']') {
+		*as = out
+		return true
+	}
+	for {
+		out = append(out, Artifact{})
+		if !fastArtifact(s, &out[len(out)-1]) {
+			return false
+		}
+		if s.byte(',') {
+			continue
+		}
+		*as = out
+		return s.byte(']')
+	}
+}
+
+func fastArtifact(s *fscan, a *Artifact) bool {
+	var keys seen
+	return s.object(func(k []byte) bool {
+		var ok bool
+		switch string(k) {
+		case "artifactId":
+			a.ArtifactID, ok = s.strIf(keys.first(0))
+		case "name":
+			a.Name, ok = s.strIf(keys.first(1))
+		case "description":
+			a.Description, ok = s.strIf(keys.first(2))
+		case "parts":
+			ok = keys.first(3) && fastParts(s, &a.Parts)
+		case "metadata":
+			if !keys.first(4) {
+				return false
+			}
+			a.Metadata, ok = s.metadata()
+		case "extensions":
+			if !keys.first(5) {
+				return false
+			}
+			a.Extensions, ok = s.strings()
+		}
+		return ok
+	})
+}

@@ -53,6 +53,23 @@ var fastSeeds = []string{
 	`{"messageId"}`,
 	`{"mess\u0061geId":"m","role":"ROLE_USER"}`,
 	`null`, `[]`, `"x"`, `{}`, ``, `5`,
+	// tasks
+	`{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-01-01T00:00:00.000Z","message":{"messageId":"s","role":"ROLE_AGENT","parts":[{"text":"done"}]}},"artifacts":[{"artifactId":"a","name":"n","description":"d","parts":[{"text":"x"},{"data":{"k":[1]}}],"metadata":{"m":1},"extensions":["e"]}],"history":[{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]},{"messageId":"m2","role":"ROLE_AGENT","parts":[{"text":"yo"}]}],"metadata":{"x":"y"}}`,
+	`{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"},"artifacts":[],"history":[]}`,
+	`{"id":"t","status":{"state":"completed"}}`,
+	`{"id":"t","status":{"state":3}}`,
+	`{"id":"t","status":{"state":"TASK_STATE_BOGUS"}}`,
+	`{"id":"t","status":{"state":null,"message":null}}`,
+	`{"id":"t","status":{"state":"TASK_STATE_WORKING","state":"TASK_STATE_COMPLETED"}}`,
+	`{"id":"t","ID":"u","status":{}}`,
+	`{"id":"t","kind":"task","status":{"state":"TASK_STATE_SUBMITTED"}}`,
+	`{"id":"t","history":[{"message_id":"m","role":"user","parts":[{"kind":"text","text":"x"}]}]}`,
+	`{"id":"t","artifacts":[{"artifactId":"a","parts":[{"text":"x","text":"y"}]}]}`,
+	`{"id":"t","artifacts":[{"artifactId":"a","parts":null}],"history":null,"metadata":null}`,
+	`{"id":5}`,
+	`{"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"}}}`,
+	`{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING","timestamp":"x"}}}`,
+	`{"artifactUpdate":{"taskId":"t","contextId":"c","artifact":{"artifactId":"a","parts":[{"text":"x"}]},"lastChunk":true}}`,
 	// send params
 	`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`,
 	`{"tenant":"echo","message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]},"configuration":{"acceptedOutputModes":["text/plain"],"historyLength":2,"returnImmediately":true},"metadata":{"a":"b"}}`,
@@ -82,6 +99,27 @@ func decodeAll(b []byte) string {
 	fmt.Fprintf(&out, "msg %v %#v\n", errText(json.Unmarshal(b, &m)), m)
 	fmt.Fprintf(&out, "part %v %#v\n", errText(json.Unmarshal(b, &p)), p)
 	fmt.Fprintf(&out, "send %v %s\n", errText(json.Unmarshal(b, &r)), dump(r))
+	var (
+		task   Task
+		merged = Task{ID: "old", Status: TaskStatus{State: StateWorking}, History: []Message{{MessageID: "h"}}, Metadata: Metadata{"o": 1.0}}
+		ev     StreamResponse
+		rec    struct {
+			Task Task `json:"task"`
+		}
+	)
+	fmt.Fprintf(&out, "task %v %s\n", errText(json.Unmarshal(b, &task)), stripPointers(fmt.Sprintf("%#v", task)))
+	fmt.Fprintf(&out, "merged %v %s\n", errText(json.Unmarshal(b, &merged)), stripPointers(fmt.Sprintf("%#v", merged)))
+	fmt.Fprintf(&out, "event %v %s\n", errText(json.Unmarshal(b, &ev)), stripPointers(fmt.Sprintf("%#v %#v %#v", ev.Task, ev.StatusUpdate, ev.ArtifactUpdate)))
+	fmt.Fprintf(&out, "record %v %s\n", errText(json.Unmarshal(b, &rec)), stripPointers(fmt.Sprintf("%#v", rec)))
+	if ev.Task != nil {
+		fmt.Fprintf(&out, "event task %#v\n", *ev.Task)
+	}
+	if task.Status.Message != nil {
+		fmt.Fprintf(&out, "status message %#v\n", *task.Status.Message)
+	}
+	if rec.Task.Status.Message != nil {
+		fmt.Fprintf(&out, "record status message %#v\n", *rec.Task.Status.Message)
+	}
 	if !json.Valid(b) {
 		// UnmarshalJSON is called with valid JSON only (the lenient
 		// decoders rely on it).
@@ -292,4 +330,33 @@ func TestResponseEncodeToMatchesEncoder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A settled echo task as the mesh stores it, read back on every load.
+func BenchmarkDecodeStoredTask(b *testing.B) {
+	id := "2b6c5f9e-4a51-4d0b-9a52-0c1d2e3f4a5b"
+	stored, _ := json.Marshal(struct {
+		Task  Task   `json:"task"`
+		Agent string `json:"agent"`
+	}{Task: Task{ID: id, ContextID: id,
+		Status:    TaskStatus{State: StateCompleted, Timestamp: Now()},
+		Artifacts: []Artifact{{ArtifactID: "a", Parts: []Part{TextPart("hello from the bench")}}},
+		History:   []Message{{MessageID: id, ContextID: id, TaskID: id, Role: RoleUser, Parts: []Part{TextPart("hello from the bench")}}}}, Agent: "echo"})
+	run := func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var rec struct {
+				Task  Task   `json:"task"`
+				Agent string `json:"agent"`
+			}
+			if err := json.Unmarshal(stored, &rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("fast", run)
+	b.Run("lenient", func(b *testing.B) {
+		defer lenientOnly(b)()
+		run(b)
+	})
 }

@@ -61,6 +61,10 @@ func isNull(b []byte) bool { return string(b) == "null" }
 // UnmarshalJSON accepts 1.0 enum names (any case), 1.0 enum numbers and 0.3
 // kebab-case names; null leaves s unchanged.
 func (s *TaskState) UnmarshalJSON(b []byte) error {
+	if st, ok := quickState(b); ok {
+		*s = st
+		return nil
+	}
 	if isNull(b) {
 		return nil
 	}
@@ -83,6 +87,14 @@ func (s *TaskState) UnmarshalJSON(b []byte) error {
 // UnmarshalJSON accepts ROLE_USER / ROLE_AGENT, user / agent and the 1.0
 // enum numbers; null leaves r unchanged.
 func (r *Role) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case `"ROLE_USER"`:
+		*r = RoleUser
+		return nil
+	case `"ROLE_AGENT"`:
+		*r = RoleAgent
+		return nil
+	}
 	if isNull(b) {
 		return nil
 	}
