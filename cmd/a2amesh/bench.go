@@ -44,6 +44,8 @@ func runBench(ctx context.Context, args []string) error {
 			return runBenchStreams(ctx, args[1:])
 		case "ratelimit":
 			return runBenchRateLimit(ctx, args[1:])
+		case "memory":
+			return runBenchMemory(ctx, args[1:])
 		case "loadgen": // started by bench itself (bench_loadgen.go)
 			return runBenchLoadgen(ctx, args[1:])
 		}
@@ -59,7 +61,8 @@ func runBench(ctx context.Context, args []string) error {
 			"  a2amesh bench chaos      faults under load, then a check of every task\n"+
 			"  a2amesh bench list       ListTasks latency as the retained tasks grow\n"+
 			"  a2amesh bench streams    open SSE streams on one edge: memory, CPU, event latency\n"+
-			"  a2amesh bench ratelimit  one principal's calls admitted across 1, 2, 4 edges vs the rate limit")
+			"  a2amesh bench ratelimit  one principal's calls admitted across 1, 2, 4 edges vs the rate limit\n"+
+			"  a2amesh bench memory     RSS of nats, edge and worker (or dev) and disk as tasks pass --max-tasks")
 	duration := fs.Duration("duration", 10*time.Second, fmt.Sprintf("how long to load each server at each concurrency level (at most %v)", bench.MaxDuration))
 	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each measurement; 0: none")
 	levelsFlag := fs.String("concurrency", "1,16,64", fmt.Sprintf("comma-separated numbers of concurrent clients, each in [1, %d], at most %d levels", bench.MaxConcurrency, maxBenchLevels))

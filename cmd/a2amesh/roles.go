@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	neturl "net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,11 +61,17 @@ func runNATS(ctx context.Context, args []string) error {
 	token := fs.String("token", envOr("A2AMESH_NATS_TOKEN", ""), "require this token from clients (env A2AMESH_NATS_TOKEN)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (env A2AMESH_SYNC_ALWAYS)")
 	maxStore := sizeVar(fs, "max-store", "A2AMESH_MAX_STORE", "JetStream's file store limit, e.g. 8G, below the disk's size; writes past it are refused (-32000). Over 1G: the work queue reserves 1 GiB of it. Default: 75% of the disk space free at start (env A2AMESH_MAX_STORE)")
+	pprofListen := addPprofFlag(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := lf.logger()
+	stopPprof, err := servePprof(*pprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	host, port, err := splitHostPort(*listen)
 	if err != nil {
 		return err
@@ -362,11 +370,17 @@ func runEdge(ctx context.Context, args []string) error {
 	fs := newFlagSet("edge", "", edgeDesc)
 	nf := addNATSFlags(fs)
 	ef := addEdgeFlags(fs, "")
+	pprofListen := addPprofFlag(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := lf.logger()
+	stopPprof, err := servePprof(*pprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	cfg, err := ef.config(log, metrics.NewEdge)
 	if err != nil {
 		return err
@@ -549,6 +563,7 @@ func runWorker(ctx context.Context, args []string) error {
 	timeout := fs.Duration("task-timeout", envDuration("A2AMESH_TASK_TIMEOUT", 120*time.Second), "per-task agent timeout (env A2AMESH_TASK_TIMEOUT)")
 	delegateWait := addDelegateWaitFlag(fs)
 	metricsListen := fs.String("metrics-listen", envOr("A2AMESH_METRICS_LISTEN", ""), "serve Prometheus metrics on GET /metrics at host:port, without auth (env A2AMESH_METRICS_LISTEN; default off)")
+	pprofListen := addPprofFlag(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -580,6 +595,11 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	log := lf.logger()
+	stopPprof, err := servePprof(*pprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	stopTracing, err := startTracing(ctx, tracing.ServiceWorker(firstNonEmpty(*name, *agentName, "proxy")), log)
 	if err != nil {
 		return err
@@ -648,6 +668,59 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(
 		}
 	}()
 	log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// addPprofFlag adds --pprof-listen (nats, edge, worker): off by default.
+func addPprofFlag(fs *flag.FlagSet) *string {
+	return fs.String("pprof-listen", envOr("A2AMESH_PPROF_LISTEN", ""),
+		"serve Go's profiles (/debug/pprof/) and POST /debug/free-os-memory (a GC that returns freed memory to the OS) "+
+			"at host:port, loopback only, without auth; for benchmarks and diagnosis (env A2AMESH_PPROF_LISTEN; default off)")
+}
+
+// servePprof serves net/http/pprof's handlers, and POST
+// /debug/free-os-memory, at addr until stop is called; "" serves nothing.
+// Only a loopback address is accepted: profiles show the process's
+// memory.
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-listen: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--pprof-listen: %q is not a loopback address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("POST /debug/free-os-memory", func(w http.ResponseWriter, _ *http.Request) {
+		debug.FreeOSMemory()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pprof server stopped", "err", err)
+		}
+	}()
+	log.Info("profiles served", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
