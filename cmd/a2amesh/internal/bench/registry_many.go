@@ -303,19 +303,19 @@ func (mb *manyBench) publishAll(ctx context.Context, names []string) (*publisher
 	p.cancel = cancel
 	p.started = time.Now()
 	for i, name := range names {
-		mb.publish(pctx, &p.wg, buses[i%len(buses)], name)
+		mb.publish(pctx, &p.wg, buses[i%len(buses)], name, mb.log)
 	}
 	return p, nil
 }
 
-// publish registers name on b until ctx ends.
-func (mb *manyBench) publish(ctx context.Context, wg *sync.WaitGroup, b *bus.Bus, name string) {
+// publish registers name on b until ctx ends, logging to log.
+func (mb *manyBench) publish(ctx context.Context, wg *sync.WaitGroup, b *bus.Bus, name string, log *slog.Logger) {
 	card := mb.o.Card
 	card.Name = name
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = registry.Publish(ctx, b, registry.Entry{Agent: name, Instance: "w", Card: card}, nil, mb.log)
+		_ = registry.Publish(ctx, b, registry.Entry{Agent: name, Instance: "w", Card: card}, nil, log)
 	}()
 }
 
@@ -453,7 +453,8 @@ func (mb *manyBench) round(ctx context.Context, i int, res *ManyResult) error {
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	t0 := time.Now()
-	mb.publish(pctx, &wg, b, name)
+	// Its heartbeats fail once its connection is closed: not worth a line.
+	mb.publish(pctx, &wg, b, name, slog.New(slog.DiscardHandler))
 	at, err := mb.everyEdge(ctx, t0, func(ctx context.Context, u string) bool { return mb.cardListed(ctx, u, name) })
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
