@@ -2,32 +2,31 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go"
 )
 
 // SettleWatch waits for a task to settle: to reach a final (terminal or
 // interrupted) state. Start it before the task's work is enqueued, so a
 // fast worker's notification is not missed.
 type SettleWatch struct {
-	b   *Bus
-	id  string
-	sub *Subscription
-	ch  chan *TaskRecord
+	b    *Bus
+	id   string
+	sub  *nats.Subscription
+	msgs chan *nats.Msg
 }
 
-// WatchSettle starts watching task id's snapshots for a final state.
+// WatchSettle starts watching task id's snapshots for a final state: the
+// snapshots the bucket stores arrive whole on a channel subscription
+// (WatchSnapshots' subject) and Wait reads them itself, so a settled task
+// wakes its waiter straight from the connection's reader, with no
+// goroutine of its own per watch. Delivery is at most once (a full
+// channel drops a snapshot: Wait loads the task once a second anyway).
 func (b *Bus) WatchSettle(id string) (*SettleWatch, error) {
-	w := &SettleWatch{b: b, id: id, ch: make(chan *TaskRecord, 1)}
-	sub, err := b.WatchSnapshots(id, a2a.TaskState.Final, func(r *TaskRecord) {
-		if r.Task.Status.State.Final() {
-			select {
-			case w.ch <- r:
-			default:
-			}
-		}
-	})
+	w := &SettleWatch{b: b, id: id, msgs: make(chan *nats.Msg, 8)}
+	sub, err := b.nc.ChanSubscribe(snapshotSubject(id), w.msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +35,22 @@ func (b *Bus) WatchSettle(id string) (*SettleWatch, error) {
 }
 
 // Stop ends the watch.
-func (w *SettleWatch) Stop() { w.sub.Stop() }
+func (w *SettleWatch) Stop() { _ = w.sub.Unsubscribe() }
+
+// settled decodes a stored snapshot when it is final (nil otherwise).
+func settled(m *nats.Msg) *TaskRecord {
+	if len(m.Data) == 0 {
+		return nil // a delete or purge marker
+	}
+	if st, ok := peekState(m.Data); ok && !st.Final() {
+		return nil // skip decoding snapshots nobody waits for
+	}
+	var rec TaskRecord
+	if json.Unmarshal(m.Data, &rec) != nil || !rec.Task.Status.State.Final() {
+		return nil
+	}
+	return &rec
+}
 
 // Wait returns the task once it has settled; rec is the task as the caller
 // last saw it. The stored snapshot arrives whole as soon as a worker
@@ -61,8 +75,10 @@ func (w *SettleWatch) Wait(ctx context.Context, rec *TaskRecord) (*TaskRecord, e
 	defer tick.Stop()
 	for {
 		select {
-		case r := <-w.ch:
-			return r, nil
+		case m := <-w.msgs:
+			if r := settled(m); r != nil {
+				return r, nil
+			}
 		case <-tick.C:
 			rec, err := load()
 			if err != nil {
