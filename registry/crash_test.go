@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 )
@@ -270,6 +271,47 @@ func TestGoneConnectionComesBack(t *testing.T) {
 	again := time.Since(back)
 	t.Logf("listed again %v after it reconnected", again.Round(time.Millisecond))
 	require.Less(t, again, time.Second, "listed again by a probe, not a heartbeat (every %v)", crashTTL/3)
+}
+
+// A worker whose NATS user may not subscribe to its connection's probe
+// subject (the server refuses it after Subscribe returned) does not
+// advertise it: else every edge would take it for dead at once.
+func TestRefusedProbeSubscriptionIsNotAdvertised(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		Users: []*server.User{
+			{Username: "edge", Password: "e"},
+			{Username: "worker", Password: "w", Permissions: &server.Permissions{
+				Subscribe: &server.SubjectPermission{Deny: []string{subjAlivePrefix + "proc.>"}}}},
+		}}
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	go srv.Start()
+	require.True(t, srv.ReadyForConnections(20*time.Second))
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	url := srv.ClientURL()
+	cfg := bus.Config{RegistryTTL: crashTTL}
+	connect := func(user, pass string) *bus.Bus {
+		nc, err := nats.Connect(url, nats.UserInfo(user, pass), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b, err := bus.Open(ctx, nc, cfg)
+		require.NoError(t, err)
+		return b
+	}
+	edgeBus, workerBus := connect("edge", "e"), connect("worker", "w")
+	table := NewTable(edgeBus)
+	table.Logger = testLogger()
+	table, ctx, _ := watchTableWith(t, edgeBus, table)
+	publishing(t, workerBus, "echo", "w")
+	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool { return listed(table, "echo") }))
+	for _, e := range table.Agents() {
+		require.Empty(t, e.Proc, "no connection advertised")
+	}
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		require.True(t, listed(table, "echo") && present(table, "echo"), "a live worker left the table")
+	}
 }
 
 // openWith opens a bus on its own connection to urls (in that order, and

@@ -107,6 +107,10 @@ func joinProc(b *bus.Bus, log *slog.Logger) (string, func()) {
 	if pa == nil {
 		id := newProcID()
 		stop, err := b.RespondFunc(ProcSubject(id), func() []byte { return []byte(b.ServerID()) })
+		if err == nil && selfProbe(b, id) {
+			stop()
+			err = errors.New("a probe of this connection found no responders: no right to subscribe to " + subjAlivePrefix + ">?")
+		}
 		if err != nil {
 			log.Warn("registry: cannot answer connection probes; edges will notice a crash only when a heartbeat is late", "err", err)
 			return "", func() {}
@@ -126,6 +130,19 @@ func joinProc(b *bus.Bus, log *slog.Logger) (string, func()) {
 			}
 		}
 	})
+}
+
+// selfProbe reports whether a probe of connection id through its server
+// finds nobody answering: the server refused the subscription (NATS
+// authorization refuses it after Subscribe returned). Advertised anyway,
+// such a connection would be taken for dead by every edge. A probe that
+// cannot be sent or answered in time (the connection is not up yet)
+// proves nothing: the connection is advertised.
+func selfProbe(b *bus.Bus, id string) (refused bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := b.Request(ctx, ProcSubject(id))
+	return errors.Is(err, bus.ErrNoResponders)
 }
 
 // newProcID is 16 random hex digits.
