@@ -131,6 +131,17 @@ func indexMsg(rec *TaskRecord) (*nats.Msg, error) {
 // stays whole (its log and snapshot do not depend on it) and its next
 // status change writes the entry again.
 func (b *Bus) indexAsync(rec *TaskRecord) func(ctx context.Context) {
+	return b.writeIndex(rec, false)
+}
+
+// indexFirst writes a new task's first entry, only if the task has none
+// yet: a writer that overtook the creation (a fast worker) has written a
+// newer one.
+func (b *Bus) indexFirst(rec *TaskRecord) func(ctx context.Context) {
+	return b.writeIndex(rec, true)
+}
+
+func (b *Bus) writeIndex(rec *TaskRecord, first bool) func(ctx context.Context) {
 	key := indexKey(rec)
 	if rec.indexed == key {
 		return func(context.Context) {}
@@ -139,21 +150,32 @@ func (b *Bus) indexAsync(rec *TaskRecord) func(ctx context.Context) {
 	if err != nil {
 		return func(context.Context) {}
 	}
-	fut, err := b.js.PublishMsgAsync(msg)
+	var opts []jetstream.PublishOpt
+	if first {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(0))
+	}
+	fut, err := b.js.PublishMsgAsync(msg, opts...)
 	return func(ctx context.Context) {
 		if err == nil {
+			t := time.NewTimer(attemptTimeout)
+			defer t.Stop()
 			select {
 			case <-fut.Ok():
 				rec.indexed = key
 				return
-			case <-fut.Err():
+			case err := <-fut.Err():
+				if first && isWrongLastSeq(err) {
+					return // overtaken: a newer entry stands
+				}
 			case <-ctx.Done():
 				return
-			case <-time.After(attemptTimeout):
+			case <-t.C:
 			}
 		}
-		// Repeating an entry is harmless: the stream keeps the last.
-		if _, err := b.publish(ctx, msg); err == nil {
+		// Repeating an entry is harmless: the stream keeps the last (a
+		// first entry that was stored after all is refused as overtaken).
+		_, err := b.publish(ctx, msg, opts...)
+		if err == nil || first && isWrongLastSeq(err) {
 			rec.indexed = key
 		}
 	}

@@ -105,6 +105,23 @@ func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskR
 // CreateTask starts a task's log with its initial snapshot and stores the
 // snapshot. It fails if the task id already has a log.
 func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
+	rec, finish, err := b.StartTask(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	finish(ctx)
+	return rec, nil
+}
+
+// StartTask is CreateTask returning as soon as the log holds the task:
+// the snapshot's store and the index entry are in flight, and finish
+// waits for them (it must be called, before rec is used to write). The
+// task exists from the first append on (every reader folds the log), so
+// a caller may enqueue its work meanwhile and save a round trip. A worker
+// that is faster than the snapshot's store repairs it from the log, and
+// the creation's index entry is written only where no entry is yet, so
+// it never overwrites the entry of a change that overtook it.
+func (b *Bus) StartTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, func(context.Context), error) {
 	now := a2a.Now()
 	rec.Created, rec.Updated = now, now
 	hdr := nats.Header{}
@@ -119,24 +136,34 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 	seq, err := b.appendEvent(ctx, rec.Task.ID, &a2a.StreamResponse{Task: &task}, 0, hdr)
 	if err != nil {
 		if isWrongLastSeq(err) {
-			return nil, fmt.Errorf("%w: %s", ErrTaskExists, rec.Task.ID)
+			return nil, nil, fmt.Errorf("%w: %s", ErrTaskExists, rec.Task.ID)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	rec.LastSeq, rec.Events = seq, 1
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	indexed := b.indexAsync(rec)
-	rev, err := b.tasks.Create(ctx, rec.Task.ID, data)
-	indexed(ctx)
-	if err != nil {
-		// The log has the task; the next reader repairs the snapshot.
-		return rec, nil
+	indexed := b.indexFirst(rec)
+	snap := &nats.Msg{Subject: snapshotSubject(rec.Task.ID), Data: data}
+	fut, ferr := b.js.PublishMsgAsync(snap, jetstream.WithExpectLastSequencePerSubject(0))
+	finish := func(ctx context.Context) {
+		defer indexed(ctx)
+		if ferr != nil {
+			return // the log has the task: the next reader repairs the snapshot
+		}
+		t := time.NewTimer(attemptTimeout)
+		defer t.Stop()
+		select {
+		case ack := <-fut.Ok():
+			rec.rev = ack.Sequence // a KV revision is its message's sequence
+		case <-fut.Err(): // stored by a faster reader, or not: as above
+		case <-ctx.Done():
+		case <-t.C:
+		}
 	}
-	rec.rev = rev
-	return rec, nil
+	return rec, finish, nil
 }
 
 // LoadTask returns the task's current snapshot, folding any events the

@@ -70,6 +70,9 @@ type Submitted struct {
 	item  *bus.WorkItem // nil: nothing to enqueue
 	msgID string
 	watch *bus.SettleWatch // nil unless Turn.Wait
+	// created finishes a new task's creation (bus.StartTask): its work
+	// is enqueued while the snapshot and index entry are stored.
+	created func(context.Context)
 }
 
 // Close ends the watch of a Submitted that will not be awaited. It may be
@@ -109,7 +112,11 @@ func (s *Service) Submit(ctx context.Context, t Turn) (*Submitted, error) {
 			return nil, err
 		}
 	}
-	if err := s.enqueue(ctx, &t, sub); err != nil {
+	err = s.enqueue(ctx, &t, sub)
+	if sub.created != nil {
+		sub.created(ctx) // the new task's snapshot and index entry, stored meanwhile
+	}
+	if err != nil {
 		sub.Close()
 		return nil, err
 	}
@@ -136,9 +143,11 @@ func (s *Service) startTask(ctx context.Context, t *Turn, msg *a2a.Message) (*Su
 		}
 	}
 	for gen := 0; ; gen++ {
-		rec, err := s.create(ctx, t, id, msg)
+		rec, finish, err := s.create(ctx, t, id, msg)
 		if err == nil {
-			return s.recorded(t, msg, rec), nil
+			sub := s.recorded(t, msg, rec)
+			sub.created = finish
+			return sub, nil
 		}
 		if !errors.Is(err, bus.ErrTaskExists) {
 			return nil, err
@@ -193,12 +202,12 @@ func (s *Service) withinWindow(rec *bus.TaskRecord) bool {
 	return err == nil && time.Since(created) <= s.window
 }
 
-func (s *Service) create(ctx context.Context, t *Turn, id string, msg *a2a.Message) (*bus.TaskRecord, error) {
+func (s *Service) create(ctx context.Context, t *Turn, id string, msg *a2a.Message) (*bus.TaskRecord, func(context.Context), error) {
 	if msg.ContextID == "" {
 		msg.ContextID = uuid.NewString()
 	}
 	msg.TaskID = id
-	return s.bus.CreateTask(ctx, &bus.TaskRecord{
+	return s.bus.StartTask(ctx, &bus.TaskRecord{
 		Task: a2a.Task{
 			ID: id, ContextID: msg.ContextID,
 			Status:   a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()},
