@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -195,4 +196,29 @@ func BenchmarkIndexPage(bb *testing.B) {
 			})
 		})
 	}
+}
+
+// A writer that overtakes a creation still in flight (a fast worker)
+// keeps its entry: the creation's entry is written only where none is.
+func TestIndexCreationEntryNeverOverwritesANewerOne(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	rec := newRecord("fast")
+	msg, err := indexMsg(rec)
+	require.NoError(t, err)
+	// The worker's entry lands first...
+	done := *rec
+	done.Task.Status = a2a.TaskStatus{State: a2a.StateCompleted, Timestamp: a2a.Now()}
+	b.index(ctx, &done)
+	// ...then the creation's.
+	_, err = b.publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
+	require.Error(t, err, "a first entry where one is")
+	started, finish, err := b.StartTask(ctx, rec)
+	require.NoError(t, err)
+	finish(ctx)
+	require.NotZero(t, started.LastSeq)
+	var got IndexEntry
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 1, func(e IndexEntry) (bool, bool) { got = e; return true, false }))
+	assert.Equal(t, "fast", got.TaskID)
+	assert.Equal(t, a2a.StateCompleted, got.State, "the creation did not overwrite the newer entry")
 }
