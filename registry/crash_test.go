@@ -141,7 +141,7 @@ func TestNodeFailoverNoFalseDeparture(t *testing.T) {
 	c.Nodes[1].Stop()
 	stopped := time.Now()
 	var unlisted time.Duration
-	for time.Since(stopped) < 6*time.Second {
+	for time.Since(stopped) < slowConfirm+3*time.Second {
 		for _, a := range all[:failing+1] {
 			if !listed(table, a) || !present(table, a) {
 				t.Fatalf("%s left the table %v into the failover although its worker lives", a, time.Since(stopped).Round(time.Millisecond))

@@ -42,7 +42,7 @@ import (
 //   - when that server did not answer (it died, is paused, or is cut off
 //     from the table by a partition), the worker may well be alive and on
 //     its way to another node: the table keeps probing and unlists the
-//     entries only after slowConfirm (3s) of "no responders", with the
+//     entries only after slowConfirm (5s) of "no responders", with the
 //     agent's LostGrace (sends still queue).
 //
 // A probe that times out, and any probe while the table's own connection
@@ -67,8 +67,11 @@ const (
 	// "no responders" (see above).
 	confirmAfter = 500 * time.Millisecond
 	// slowConfirm is how long a connection whose server does not answer
-	// either must go unanswered before its entries are unlisted.
-	slowConfirm = 3 * time.Second
+	// either must go unanswered before its entries are unlisted: longer
+	// than a failover to another node takes a worker (a reconnect waits up
+	// to 2s for each dead node ahead in its list), and about when a late
+	// heartbeat's pings would unlist it anyway (half a TTL).
+	slowConfirm = 5 * time.Second
 	// procProbeTimeout bounds one probe; one that times out proves
 	// nothing. Short, so that a probe the process took with it when it
 	// died is soon followed by one that finds no responders.

@@ -210,7 +210,7 @@ func (s *slot) due() time.Time {
 //     is unknown at once: sends are refused, not queued for nobody.
 //   - otherwise (its server itself is unreachable: a NATS node died,
 //     paused or cut off by a partition) nothing is known about the
-//     process; it is unlisted only after the probes failed for 3s, and an
+//     process; it is unlisted only after the probes failed for 5s, and an
 //     agent left with no instance stays routable for LostGrace, as when a
 //     late heartbeat's pings go unanswered, so sends queue for it.
 //
