@@ -148,6 +148,22 @@ func printMemory(w io.Writer, r bench.MemoryResult, idle time.Duration) {
 	}
 }
 
+// levelLine is a level's figures on one line.
+func levelLine(l bench.MemoryLevel) string {
+	ev := l.Stream("A2A_EVENTS")
+	s := fmt.Sprintf("level %d sent (%d errors, %.0f/s): %d retained, events %d msgs / %d subjects, data dir %s;",
+		l.Sent, l.Fill.Errors, l.Fill.Throughput, l.Retained, ev.Msgs, ev.Subjects, fmtMiB(l.DataDir))
+	for _, p := range l.Procs {
+		s += fmt.Sprintf(" %s RSS load %s idle %s", p.Role, fmtMiB(p.Load), fmtMiB(p.Idle))
+		if p.GC > 0 {
+			s += fmt.Sprintf(" gc %s heap %s;", fmtMiB(p.GC), fmtMiB(p.HeapAlloc))
+		} else {
+			s += ";"
+		}
+	}
+	return s
+}
+
 func levelHeads(r bench.MemoryResult) string {
 	heads := make([]string, len(r.Levels))
 	for i, l := range r.Levels {

@@ -73,6 +73,8 @@ type MemoryOptions struct {
 	HeapProfileDir string
 	// Progress, if set, is told what is about to happen.
 	Progress func(msg string)
+	// Measured, if set, gets each level as soon as it is measured.
+	Measured func(MemoryLevel)
 }
 
 func (o *MemoryOptions) normalize() error {
@@ -398,6 +400,9 @@ func RunMemory(ctx context.Context, o MemoryOptions) (MemoryResult, error) {
 		lv.Retained = lv.Stream("KV_A2A_TASKS").Msgs
 		lv.DataDir, lv.DataFiles = diskUse(m.dataDir)
 		res.Levels = append(res.Levels, lv)
+		if o.Measured != nil {
+			o.Measured(lv)
+		}
 		progress("at %d tasks sent: %d retained, data dir %.1f MiB", sent, lv.Retained, float64(lv.DataDir)/(1<<20))
 	}
 	return res, nil
