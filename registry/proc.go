@@ -101,8 +101,9 @@ var (
 // joinProc returns the id under which b's connection answers probes,
 // starting the answer when no other Publish on b runs, and a func to call
 // when this Publish ends (the last one to end stops the answer). When
-// the subscription fails the id is "" (the entries then carry none, and
-// tables check them by heartbeats and pings alone).
+// the subscription fails the id is "" for every Publish on b until they
+// all end (the entries then carry none, and tables check them by
+// heartbeats and pings alone).
 func joinProc(b *bus.Bus, log *slog.Logger) (string, func()) {
 	procMu.Lock()
 	defer procMu.Unlock()
@@ -115,8 +116,9 @@ func joinProc(b *bus.Bus, log *slog.Logger) (string, func()) {
 			err = errors.New("a probe of this connection found no responders: no right to subscribe to " + subjAlivePrefix + ">?")
 		}
 		if err != nil {
+			// Said once per bus; its other Publish calls share the outcome.
 			log.Warn("registry: cannot answer connection probes; edges will notice a crash only when a heartbeat is late", "err", err)
-			return "", func() {}
+			id, stop = "", func() {}
 		}
 		pa = &procAnswer{id: id, stop: stop}
 		procAnswers[b] = pa
