@@ -177,7 +177,8 @@ type RegistryOptions struct {
 	Launcher WorkerLauncher
 	// Rounds is the number of graceful rounds (start, join, stop, leave),
 	// CrashRounds the number of crash rounds (start, join, a random wait
-	// of up to one heartbeat, kill, leave after the TTL).
+	// of up to one heartbeat, kill, leave once the edges find its
+	// connection gone, or its TTL runs out).
 	Rounds, CrashRounds int
 	// Timeout bounds a join or a graceful leave (default 60s); a crash
 	// leave gets 2×TTL+10s.
@@ -301,7 +302,7 @@ func (rb *registryBench) describe(i, total int, crash bool, r *RegistryResult) s
 
 func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryResult) (err error) {
 	// The agent must be gone everywhere first (a crashed worker of the
-	// previous round lingers until its TTL).
+	// previous round lingers until the edges find it gone).
 	wait := rb.o.Timeout
 	if res.TTL > 0 {
 		wait = max(wait, 2*res.TTL+10*time.Second)
