@@ -95,10 +95,12 @@ func TestBlockingSendToCrashedWorkerIsBounded(t *testing.T) {
 	tk, _ := boundedSend(t, url, "before the crash")
 	require.Equal(t, v10.completed, tk.Status.State, "the fleet answers while its worker runs")
 
-	worker.stop(syscall.SIGKILL)
-
-	// The registry keeps echo routable for its lost grace, so the send is
-	// queued; its blocking wait ends at the bound.
+	// A worker that hangs (stopped, its connection still open) is not
+	// known to be gone: the registry keeps echo routable, so the send is
+	// queued, and its blocking wait ends at the bound. (A worker known to
+	// have crashed — its connection closed — is unlisted within a second
+	// and its agent's sends are refused: registry's crash tests.)
+	require.NoError(t, worker.cmd.Process.Signal(syscall.SIGSTOP))
 	tk, took := boundedSend(t, url, "while no worker runs")
 	require.Equalf(t, v10.submitted, tk.Status.State, "answered after %s with the task as it stands", took)
 	require.GreaterOrEqual(t, took, bound-100*time.Millisecond, "the send waited for its bound")
