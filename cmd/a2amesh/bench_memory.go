@@ -58,7 +58,9 @@ func runBenchMemory(ctx context.Context, args []string) error {
 		DataDir: *dataDir, Idle: *idle, Settle: *settle, HeapProfileDir: *heapDir,
 		Progress: func(msg string) {
 			fmt.Fprintf(os.Stderr, "bench memory: %s %s\n", time.Now().UTC().Format("15:04:05"), msg)
-		}}
+		},
+		Measured: func(l bench.MemoryLevel) { fmt.Fprintln(os.Stderr, "bench memory: "+levelLine(l)) },
+	}
 	// Every figure of a level is printed once it is measured (a level of
 	// 10^6 tasks takes a while); the summary comes at the end.
 	res, err := bench.RunMemory(ctx, o)
