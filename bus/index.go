@@ -227,26 +227,31 @@ const (
 // server's subject filter, sized by how densely the last window gave
 // entries the caller took, so a page costs about its size in reads
 // however many tasks the stream holds.
-func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) (took, more bool)) error {
+//
+// A task whose entry moves while the scan runs (its status changed)
+// leaves the stretch already read for a place past where it started:
+// IndexSince from IndexTop taken before the scan finds such entries.
+func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) (took, more bool)) (top uint64, _ error) {
 	filter := q.filter()
 	info, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
 	if err != nil {
-		return fmt.Errorf("bus: task index: %w", err)
+		return 0, fmt.Errorf("bus: task index: %w", err)
 	}
 	first, hi := info.State.FirstSeq, info.State.LastSeq+1
 	if before > 0 && before < hi {
 		hi = before
 	}
+	top = hi
 	want = max(want, 1)
 	w := uint64(max(2*want, scanWindowMin))
 	for hi > first && hi > 1 {
 		if err := ctx.Err(); err != nil {
-			return err
+			return top, err
 		}
 		lo := max(first, hi-min(w, hi-1))
 		batch, err := b.indexRange(ctx, filter, lo, hi)
 		if err != nil {
-			return err
+			return top, err
 		}
 		took := 0
 		for i := len(batch) - 1; i >= 0; i-- {
@@ -255,7 +260,7 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 				took++
 			}
 			if !more {
-				return nil
+				return top, nil
 			}
 		}
 		want -= took
@@ -271,7 +276,36 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 		}
 		w = min(max(w, scanWindowMin), scanWindowMax)
 	}
-	return nil
+	return top, nil
+}
+
+// IndexTop is the sequence past the index's newest entry: ScanIndex
+// from it reads every entry there is now.
+func (b *Bus) IndexTop(ctx context.Context) (uint64, error) {
+	info, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
+	if err != nil {
+		return 0, fmt.Errorf("bus: task index: %w", err)
+	}
+	return info.State.LastSeq + 1, nil
+}
+
+// IndexSince returns the entries q selects at sequence from or later,
+// oldest first, at most max of them (the newest ones when there are
+// more).
+func (b *Bus) IndexSince(ctx context.Context, q IndexQuery, from uint64, max int) ([]IndexEntry, error) {
+	info, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
+	if err != nil {
+		return nil, fmt.Errorf("bus: task index: %w", err)
+	}
+	end := info.State.LastSeq + 1
+	if from >= end {
+		return nil, nil
+	}
+	got, err := b.indexRange(ctx, q.filter(), from, end)
+	if len(got) > max {
+		got = got[len(got)-max:]
+	}
+	return got, err
 }
 
 // consumerWindow is the span of sequences from which a window is read

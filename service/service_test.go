@@ -204,3 +204,42 @@ func TestStreamFollows(t *testing.T) {
 	require.Less(t, seqs[0], seqs[1])
 	require.Less(t, seqs[1], seqs[2])
 }
+
+// A task whose status changes while a first page is read moves past where
+// the read started; the page still lists it, first, as it now stands, and
+// lists every other task once, newest first, with paging over the rest.
+func TestListTasksSeesATaskThatMovesDuringTheScan(t *testing.T) {
+	svc, b := newService(t)
+	ctx := testCtx(t)
+	alice := as(ctx, "alice", "")
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, send(t, svc, alice, "task "+strconv.Itoa(i)).ID)
+	}
+	oldest := ids[0]
+	restore := service.SetListScanStarts(func() {
+		_, err := b.CancelTask(ctx, oldest, nil, "")
+		require.NoError(t, err)
+	})
+	list, err := svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(3)})
+	restore()
+	require.NoError(t, err)
+	var got []string
+	for _, tk := range list.Tasks {
+		got = append(got, tk.ID)
+	}
+	require.Equal(t, []string{oldest, ids[4], ids[3]}, got, "the moved task first, then the newest")
+	require.Equal(t, a2a.StateCanceled, list.Tasks[0].Status.State)
+	require.Equal(t, 5, list.TotalSize)
+	require.NotEmpty(t, list.NextPageToken)
+	next, err := svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(3), PageToken: list.NextPageToken})
+	require.NoError(t, err)
+	got = got[:0]
+	for _, tk := range next.Tasks {
+		got = append(got, tk.ID)
+	}
+	require.Equal(t, []string{ids[2], ids[1]}, got, "the rest, once each")
+	require.Empty(t, next.NextPageToken)
+}
+
+func ptr[T any](v T) *T { return &v }
