@@ -484,3 +484,25 @@ func (b *Bus) backfillIndex(ctx context.Context) (int, error) {
 	})
 	return n, err
 }
+
+// hasIndexEntry reports whether the task whose creation event is m has an
+// entry in the index (false when m is not a creation).
+func (b *Bus) hasIndexEntry(ctx context.Context, m *jetstream.RawStreamMsg) (bool, error) {
+	var ev a2a.StreamResponse
+	if json.Unmarshal(m.Data, &ev) != nil || ev.Task == nil {
+		return false, nil
+	}
+	rec := &TaskRecord{Task: *ev.Task, Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner)}
+	if !ValidToken(rec.Agent) || !ValidToken(rec.Task.ID) {
+		return false, nil
+	}
+	_, err := b.indexStream.GetLastMsgForSubject(ctx, indexSubject(rec))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
+}

@@ -348,6 +348,13 @@ func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return removed, err
 		}
+		// A task whose snapshot is not stored yet (StartTask stores it
+		// while the send enqueues) has its index entry: not an orphan.
+		if indexed, err := b.hasIndexEntry(ctx, m); err != nil {
+			return removed, err
+		} else if indexed {
+			continue
+		}
 		last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
 		if err != nil || time.Since(last.Time) < grace {
 			continue

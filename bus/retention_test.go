@@ -293,3 +293,32 @@ func TestRetentionReopenUpdatesBounds(t *testing.T) {
 	}
 	assert.Equal(t, int64(DefaultMaxTasks), DefaultConfig.MaxTasks)
 }
+
+// A task whose snapshot is not stored yet (StartTask stores it while the
+// send enqueues) has a log and an index entry: the orphan sweep keeps it.
+func TestOrphanSweepKeepsAStartedTask(t *testing.T) {
+	prev := orphanGrace.Load()
+	orphanGrace.Store(0)
+	t.Cleanup(func() { orphanGrace.Store(prev) })
+	b := openTestBus(t, Config{MaxTasks: 100, MaxEvents: 10})
+	ctx := context.Background()
+	rec, finish, err := b.StartTask(ctx, newRecord("queued"))
+	require.NoError(t, err)
+	finish(ctx)
+	// As before its snapshot lands (StartTask stores it asynchronously).
+	kvs, err := b.js.Stream(ctx, kvStreamName)
+	require.NoError(t, err)
+	require.NoError(t, kvs.Purge(ctx, jetstream.WithPurgeSubject(snapshotSubject("queued"))))
+	_, err = b.getStored(ctx, "queued")
+	require.ErrorIs(t, err, ErrTaskNotFound, "precondition: no snapshot stored")
+	// A log with neither snapshot nor index entry is an orphan.
+	gone := newRecord("gone")
+	_, err = b.appendEvent(ctx, "gone", &a2a.StreamResponse{Task: &gone.Task}, 0, nil)
+	require.NoError(t, err)
+	n, err := b.sweepOrphans(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the log with nothing else is swept")
+	got, err := b.LoadTask(ctx, "queued")
+	require.NoError(t, err, "the started task is kept")
+	assert.Equal(t, rec.LastSeq, got.LastSeq)
+}

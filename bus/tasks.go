@@ -258,9 +258,14 @@ func (b *Bus) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskRec
 			}
 			rec = &TaskRecord{Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner), Trace: m.Header.Get(hdrTrace), Created: at}
 		}
-		rev := rec.rev
+		rev, first := rec.rev, rec.LastSeq == 0
 		rec = rec.apply(&ev, m.Sequence, at)
 		rec.rev = rev
+		if first && ev.Task != nil {
+			// The creation wrote the index entry of this status: a
+			// repair storing this fold must not move the entry.
+			rec.indexed = indexKey(rec)
+		}
 		if run := m.Header.Get(hdrRun); run != "" {
 			rec.claimedBy(run)
 		}
