@@ -141,6 +141,14 @@ func printMemory(w io.Writer, r bench.MemoryResult, idle time.Duration) {
 		fmt.Fprintf(w, "  at %d sent, %d retained: %s; all %.2f KiB; disk %.2f KiB\n", l.Sent, l.Retained, strings.Join(parts, ", "), total/1024,
 			(float64(l.DataDir)-float64(base.DataDir))/float64(l.Retained)/1024)
 	}
+	for _, l := range r.Levels {
+		if l.Fill.Errors > 0 {
+			fmt.Fprintf(w, "errors sending up to %d tasks:\n", l.Sent)
+			for _, e := range l.Fill.ErrorSummary() {
+				fmt.Fprintf(w, "  %s\n", e)
+			}
+		}
+	}
 	var profiles []string
 	for _, l := range r.Levels {
 		profiles = append(profiles, l.Profiles...)
