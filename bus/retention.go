@@ -71,6 +71,9 @@ const (
 	trimBatch = 10_000
 	// orphanScan bounds the events one pass looks at for orphaned logs.
 	orphanScan = 1_000
+	// trimCheck bounds the evictions a pass makes between reads of the
+	// levels.
+	trimCheck = 256
 )
 
 // orphanGrace is how old a log without a snapshot must be before it is
@@ -254,19 +257,38 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 		push = nil
 	}
 	repaired := map[string]bool{}
+	// The levels are read again once the tasks over the snapshots'
+	// low-water mark are evicted (or after trimCheck evictions, or when
+	// the oldest snapshots run out), not before each eviction, which is
+	// several requests already; over the events' mark, whose tasks hold
+	// any number of events, before each.
+	var first uint64
+	left := 0
 	for i := 0; i < trimBatch; i++ {
-		tasksOver, eventsOver, snaps, first, err := over()
-		if err != nil || !tasksOver && !eventsOver || snaps == 0 {
-			// (No snapshot left: the events are live or young orphans.)
-			return removed, err
+		if left <= 0 {
+			tasksOver, eventsOver, snaps, oldest, err := over()
+			if err != nil || !tasksOver && !eventsOver || snaps == 0 {
+				// (No snapshot left: the events are live or young orphans.)
+				return removed, err
+			}
+			first, left = max(first, oldest), 1
+			if tasksOver && !eventsOver {
+				left = int(min(snaps-taskLow, trimCheck))
+			}
 		}
-		m, err := kvs.GetMsg(ctx, first, jetstream.WithGetMsgSubject(snapshotSubject(">")))
+		// The stream holds snapshots only: the first message at or after
+		// first under ">" (nats-server answers ">" without walking the
+		// stream's subjects, which any narrower filter makes it do for
+		// each read: O(retained tasks) per eviction).
+		m, err := kvs.GetMsg(ctx, first, jetstream.WithGetMsgSubject(">"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // evicted by another process meanwhile: look again
+			first, left = 0, 0 // evicted by another process meanwhile: look again
+			continue
 		}
 		if err != nil {
 			return removed, err
 		}
+		first = m.Sequence + 1
 		id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
 		evicted, err := b.evict(ctx, kvs, push, id, m, repaired)
 		if err != nil {
@@ -274,6 +296,7 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 		}
 		if evicted {
 			removed++
+			left--
 		}
 	}
 	return removed, nil
@@ -327,7 +350,8 @@ func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
 	removed := 0
 	seq := ei.State.FirstSeq
 	for n := 0; n < orphanScan; n++ {
-		m, err := b.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subjEventsPrefix+"*"))
+		// Every subject of the stream is a log: ">" (see Trim).
+		m, err := b.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return removed, nil
 		}
