@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,4 +86,37 @@ func TestBenchMemoryFlags(t *testing.T) {
 		require.Error(t, err, "%v", bad)
 		require.False(t, strings.Contains(err.Error(), "nonexistent"), "%v: refused before starting: %v", bad, err)
 	}
+}
+
+// --pprof-listen serves profiles and the free-os-memory call on loopback
+// only.
+func TestServePprofLoopbackOnly(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, bad := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0", "example.com:0", "nonsense"} {
+		_, err := servePprof(bad, log)
+		require.Error(t, err, bad)
+	}
+	stop, err := servePprof("", log)
+	require.NoError(t, err)
+	stop()
+
+	addr, err := bench.FreePort()
+	require.NoError(t, err)
+	stop, err = servePprof(addr, log)
+	require.NoError(t, err)
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "# HeapAlloc = ")
+	resp, err = http.Post("http://"+addr+"/debug/free-os-memory", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	resp, err = http.Get("http://" + addr + "/debug/free-os-memory")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "only POST frees memory")
 }
