@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/a2amesh/a2amesh/a2a"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -276,6 +277,32 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 				left = int(min(snaps-taskLow, trimCheck))
 			}
 		}
+		if left > 1 {
+			// Over the snapshots' mark only: the next left oldest
+			// snapshots go, several at once (each eviction is a few
+			// requests; one after another they fell far behind the
+			// tasks a loaded mesh creates).
+			batch := make([]*jetstream.RawStreamMsg, 0, left)
+			for len(batch) < left {
+				m, err := kvs.GetMsg(ctx, first, jetstream.WithGetMsgSubject(">"))
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					break
+				}
+				if err != nil {
+					return removed, err
+				}
+				first = m.Sequence + 1
+				batch = append(batch, m)
+			}
+			n, err := b.evictAll(ctx, kvs, push, batch, repaired)
+			removed += n
+			if err != nil {
+				return removed, err
+			}
+			i += len(batch)
+			left = 0
+			continue
+		}
 		// The stream holds snapshots only: the first message at or after
 		// first under ">" (nats-server answers ">" without walking the
 		// stream's subjects, which any narrower filter makes it do for
@@ -300,6 +327,45 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 		}
 	}
 	return removed, nil
+}
+
+// evictParallel bounds the evictions Trim runs at once.
+const evictParallel = 8
+
+// evictAll evicts the tasks of the oldest snapshots batch, evictParallel
+// at a time, and returns how many it removed and the first error.
+func (b *Bus) evictAll(ctx context.Context, kvs, push jetstream.Stream, batch []*jetstream.RawStreamMsg, repaired map[string]bool) (int, error) {
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		removed  int
+		firstErr error
+	)
+	sem := make(chan struct{}, evictParallel)
+	for _, m := range batch {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
+			mu.Lock()
+			again := repaired[id]
+			mu.Unlock()
+			seen := map[string]bool{id: again}
+			evicted, err := b.evict(ctx, kvs, push, id, m, seen)
+			mu.Lock()
+			defer mu.Unlock()
+			repaired[id] = repaired[id] || seen[id]
+			if evicted {
+				removed++
+			}
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return removed, firstErr
 }
 
 // evict removes task id, whose snapshot m is the oldest, log first. A
