@@ -108,8 +108,18 @@ func ToError(err error) *a2a.Error {
 	if bus.IsTransient(err) {
 		return bus.ErrUnavailable
 	}
+	if errors.Is(err, bus.ErrTaskNotFound) {
+		// A task the call was working on went from under it: the
+		// trimmer evicted it (the mesh over --max-tasks) or retention
+		// aged it out. Calls that look a task up answer -32001 before
+		// this; here the call had the task, so it is told to retry.
+		return errEvicted
+	}
 	return a2a.AsError(err)
 }
+
+// errEvicted answers a call whose task was removed while it ran.
+var errEvicted = a2a.ErrServerBusy.With("the task was removed before it settled: the mesh was over its bound of retained tasks (--max-tasks); retry later")
 
 // answer turns a method's failure into what it returns: an *a2a.Error,
 // with an internal cause logged (not shown to the caller). A failure of a

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -243,3 +244,11 @@ func TestListTasksSeesATaskThatMovesDuringTheScan(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A task that goes from under a call (evicted over --max-tasks) is a
+// -32000 to retry, never an internal error.
+func TestTaskGoneMidCallIsBusyNotInternal(t *testing.T) {
+	ae := service.ToError(fmt.Errorf("await: %w", bus.ErrTaskNotFound))
+	require.Equal(t, a2a.CodeServerBusy, ae.Code)
+	require.Contains(t, ae.Message, "--max-tasks")
+}
