@@ -66,8 +66,10 @@ const (
 )
 
 const (
-	// trimEvery spaces the trimming passes of each process.
+	// trimEvery spaces the trimming passes of each process, and
+	// trimSoon follows a pass that removed tasks.
 	trimEvery = 5 * time.Second
+	trimSoon  = 500 * time.Millisecond
 	// trimBatch bounds the tasks one pass evicts.
 	trimBatch = 10_000
 	// orphanScan bounds the events one pass looks at for orphaned logs.
@@ -195,7 +197,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	// misses the older ones until they change, and the next start tries
 	// again.
 	_, _ = b.backfillIndex(ctx)
-	t := time.NewTicker(trimEvery)
+	t := time.NewTimer(trimEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -207,8 +209,16 @@ func (b *Bus) Run(ctx context.Context) error {
 			return nil
 		}
 		tctx, cancel := context.WithTimeout(ctx, trimEvery)
-		_, _ = b.Trim(tctx)
+		removed, _ := b.Trim(tctx)
 		cancel()
+		// While tasks come faster than a pass every trimEvery keeps up
+		// with (the bucket's own bound would drop the oldest snapshots
+		// and leave their logs), the next pass comes sooner.
+		if removed > 0 {
+			t.Reset(trimSoon)
+		} else {
+			t.Reset(trimEvery)
+		}
 	}
 }
 
@@ -241,7 +251,10 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	removed := 0
-	if eventsOver {
+	// Over either mark, logs the bucket's own bound may have orphaned
+	// (it drops the oldest snapshots when tasks come faster than passes)
+	// go too, a bounded number a pass.
+	if eventsOver || tasksOver {
 		n, err := b.sweepOrphans(ctx)
 		removed += n
 		if err != nil {
