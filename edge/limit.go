@@ -141,17 +141,7 @@ func (l *limiter) take(key string) (ok bool, wait time.Duration) {
 	if now.Sub(l.lastSweep) >= sweepEvery {
 		l.sweep(now)
 	}
-	b := l.buckets[key]
-	if b == nil {
-		if len(l.buckets) >= l.max {
-			l.makeRoom(now)
-		}
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[key] = b
-	} else {
-		b.tokens = l.level(b, now)
-		b.last = now
-	}
+	b := l.bucketAt(key, now)
 	if b.tokens >= 1 {
 		b.tokens--
 		l.spent(key)

@@ -137,6 +137,13 @@ func (l *limiter) hear(data []byte) error {
 // bucket when there is none (a missing bucket is a full one). l.mu is
 // held.
 func (l *limiter) debit(key string, n float64, now time.Time) {
+	b := l.bucketAt(key, now)
+	b.tokens = math.Max(l.floor, b.tokens-n)
+}
+
+// bucketAt returns key's bucket refilled up to now, making a full one
+// (and room for it) when key has none. The caller holds l's lock.
+func (l *limiter) bucketAt(key string, now time.Time) *bucket {
 	b := l.buckets[key]
 	if b == nil {
 		if len(l.buckets) >= l.max {
@@ -144,11 +151,11 @@ func (l *limiter) debit(key string, n float64, now time.Time) {
 		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
-	} else {
-		b.tokens = l.level(b, now)
-		b.last = now
+		return b
 	}
-	b.tokens = math.Max(l.floor, b.tokens-n)
+	b.tokens = l.level(b, now)
+	b.last = now
+	return b
 }
 
 // usageEntrySize is the encoded size of one entry.

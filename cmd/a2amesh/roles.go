@@ -659,21 +659,27 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
+	return serveSide(ln, mux, "metrics", log), nil
+}
+
+// serveSide serves h on ln (a side listener: metrics, profiles) until the
+// returned stop, which shuts it down within 2 s and waits for it.
+func serveSide(ln net.Listener, h http.Handler, what string, log *slog.Logger) (stop func()) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "err", err)
+			log.Error(what+" server stopped", "err", err)
 		}
 	}()
-	log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
-	}, nil
+	}
 }
 
 // addPprofFlag adds --pprof-listen (nats, edge, worker): off by default.
@@ -712,21 +718,8 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 		debug.FreeOSMemory()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("pprof server stopped", "err", err)
-		}
-	}()
 	log.Info("profiles served", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
+	return serveSide(ln, mux, "pprof", log), nil
 }
 
 // openProxy prepares a proxy, waiting for an upstream that is not up yet:
