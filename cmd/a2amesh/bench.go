@@ -421,6 +421,19 @@ func reportErrors(w io.Writer, who string, clients int, r bench.Result) {
 	}
 }
 
+// benchBinary is the a2amesh binary a bench starts processes of: bin when
+// given, else this one.
+func benchBinary(bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this binary: %w", err)
+	}
+	return exe, nil
+}
+
 // runBenchScale measures how throughput grows with the workers of one agent
 // (bench.RunScale).
 func runBenchScale(ctx context.Context, args []string) error {
@@ -573,13 +586,9 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 		if *ttl != 0 {
 			return errors.New("--ttl works with --mode inprocess only (a worker process uses the bus default)")
 		}
-		path := *bin
-		if path == "" {
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("finding this binary: %w", err)
-			}
-			path = exe
+		path, err := benchBinary(*bin)
+		if err != nil {
+			return err
 		}
 		m, err := bench.StartProcMesh(ctx, path, "")
 		if err != nil {

@@ -44,11 +44,9 @@ func runBenchChaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--faults: %w", err)
 	}
-	path := *bin
-	if path == "" {
-		if path, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding this binary: %w", err)
-		}
+	path, err := benchBinary(*bin)
+	if err != nil {
+		return err
 	}
 	cfg := chaos.Config{
 		Bin: path, Dir: *dir, Keep: *dir != "", Duration: *duration, Clients: *clients,

@@ -47,12 +47,9 @@ func runBenchMemory(ctx context.Context, args []string) error {
 		}
 		levels = append(levels, n)
 	}
-	if *bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding this binary: %w", err)
-		}
-		*bin = exe
+	var err error
+	if *bin, err = benchBinary(*bin); err != nil {
+		return err
 	}
 	o := bench.MemoryOptions{Levels: levels, MaxTasks: *maxTasks, Clients: *clients, Roles: *roles, Bin: *bin,
 		DataDir: *dataDir, Idle: *idle, Settle: *settle, HeapProfileDir: *heapDir,

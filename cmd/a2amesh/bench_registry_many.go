@@ -19,12 +19,9 @@ func runBenchRegistryMany(ctx context.Context, bin string, n, conns, rounds int,
 	if !ok {
 		return fmt.Errorf("--agent must name a built-in agent, got %q", agent)
 	}
-	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding this binary: %w", err)
-		}
-		bin = exe
+	bin, err := benchBinary(bin)
+	if err != nil {
+		return err
 	}
 	m, err := bench.StartProcMesh(ctx, bin, "")
 	if err != nil {

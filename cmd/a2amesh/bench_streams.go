@@ -38,11 +38,11 @@ func runBenchStreams(ctx context.Context, args []string) error {
 		URL: *url, NATSURL: *natsURL, EdgeArgs: strings.Fields(*edgeArgs),
 		Progress: func(msg string) { fmt.Fprintln(os.Stderr, "bench streams:", msg) }}
 	if *url == "" {
-		exe, err := os.Executable()
+		bin, err := benchBinary("")
 		if err != nil {
-			return fmt.Errorf("finding this binary: %w", err)
+			return err
 		}
-		o.Bin = exe
+		o.Bin = bin
 	}
 	r, err := bench.RunStreams(ctx, o)
 	if err != nil {
