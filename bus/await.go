@@ -20,7 +20,7 @@ type SettleWatch struct {
 
 // WatchSettle starts watching task id's snapshots for a final state: the
 // snapshots the bucket stores arrive whole on a channel subscription
-// (WatchSnapshots' subject) and Wait reads them itself, so a settled task
+// (the bucket's subject for the task, snapshotSubject) and Wait reads them itself, so a settled task
 // wakes its waiter straight from the connection's reader, with no
 // goroutine of its own per watch. Delivery is at most once (a full
 // channel drops a snapshot: Wait loads the task once a second anyway).

@@ -255,29 +255,6 @@ func TestPeekStateReadsTheTaskStatus(t *testing.T) {
 	assert.Equal(t, a2a.StateWorking, st)
 }
 
-func TestWatchSnapshotsDeliversStoredFinalState(t *testing.T) {
-	b := openTestBus(t, Config{})
-	ctx := context.Background()
-	rec, err := b.CreateTask(ctx, newRecord("w1"))
-	require.NoError(t, err)
-	got := make(chan *TaskRecord, 4)
-	sub, err := b.WatchSnapshots("w1", a2a.TaskState.Final, func(r *TaskRecord) { got <- r })
-	require.NoError(t, err)
-	defer sub.Stop()
-	for _, st := range []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted} {
-		rec, _, err = b.UpdateTask(ctx, "w1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) { return status("w1", st), nil })
-		require.NoError(t, err)
-	}
-	select {
-	case r := <-got:
-		assert.Equal(t, a2a.StateCompleted, r.Task.Status.State, "only the final snapshot is delivered")
-		assert.Equal(t, rec.LastSeq, r.LastSeq)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no snapshot delivered")
-	}
-	assert.Empty(t, got)
-}
-
 func TestLazyStoreIsFoldedByReaders(t *testing.T) {
 	b := openTestBus(t, Config{})
 	ctx := context.Background()

@@ -231,27 +231,26 @@ const (
 // A task whose entry moves while the scan runs (its status changed)
 // leaves the stretch already read for a place past where it started:
 // IndexSince from IndexTop taken before the scan finds such entries.
-func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) (took, more bool)) (top uint64, _ error) {
+func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) (took, more bool)) error {
 	filter := q.filter()
 	info, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
 	if err != nil {
-		return 0, fmt.Errorf("bus: task index: %w", err)
+		return fmt.Errorf("bus: task index: %w", err)
 	}
 	first, hi := info.State.FirstSeq, info.State.LastSeq+1
 	if before > 0 && before < hi {
 		hi = before
 	}
-	top = hi
 	want = max(want, 1)
 	w := uint64(max(2*want, scanWindowMin))
 	for hi > first && hi > 1 {
 		if err := ctx.Err(); err != nil {
-			return top, err
+			return err
 		}
 		lo := max(first, hi-min(w, hi-1))
 		batch, err := b.indexRange(ctx, filter, lo, hi)
 		if err != nil {
-			return top, err
+			return err
 		}
 		took := 0
 		for i := len(batch) - 1; i >= 0; i-- {
@@ -260,7 +259,7 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 				took++
 			}
 			if !more {
-				return top, nil
+				return nil
 			}
 		}
 		want -= took
@@ -276,7 +275,7 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 		}
 		w = min(max(w, scanWindowMin), scanWindowMax)
 	}
-	return top, nil
+	return nil
 }
 
 // IndexTop is the sequence past the index's newest entry: ScanIndex

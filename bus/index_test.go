@@ -12,19 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func noTop(_ uint64, err error) error { return err }
-
 func indexIDs(t *testing.T, b *Bus, q IndexQuery, before uint64, n int) ([]string, []uint64) {
 	t.Helper()
 	var ids []string
 	var seqs []uint64
-	require.NoError(t, noTop(b.ScanIndex(context.Background(), q, before, n, func(e IndexEntry) (bool, bool) {
+	require.NoError(t, b.ScanIndex(context.Background(), q, before, n, func(e IndexEntry) (bool, bool) {
 		if len(ids) == n {
 			return false, false
 		}
 		ids, seqs = append(ids, e.TaskID), append(seqs, e.Seq)
 		return true, true
-	})))
+	}))
 	return ids, seqs
 }
 
@@ -80,7 +78,7 @@ func TestIndexListsNewestChangeFirst(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var first IndexEntry
-	require.NoError(t, noTop(b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) (bool, bool) { first = e; return true, false })))
+	require.NoError(t, b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) (bool, bool) { first = e; return true, false }))
 	assert.Equal(t, "t01", first.TaskID)
 	assert.Equal(t, a2a.StateCompleted, first.State)
 	n, err = b.CountIndex(ctx, alice)
@@ -114,10 +112,10 @@ func TestIndexScanReadsAboutAPage(t *testing.T) {
 
 	calls := 0
 	before := indexEntriesRead.Load()
-	require.NoError(t, noTop(b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 10, func(IndexEntry) (bool, bool) {
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 10, func(IndexEntry) (bool, bool) {
 		calls++
 		return true, calls < 10
-	})))
+	}))
 	assert.Equal(t, 10, calls)
 	assert.LessOrEqual(t, indexEntriesRead.Load()-before, int64(40), "a page of 10 reads a window near its size, not the 400 entries")
 }
@@ -187,7 +185,7 @@ func BenchmarkIndexPage(bb *testing.B) {
 			bb.Run("page", func(bb *testing.B) {
 				for bb.Loop() {
 					k := 0
-					require.NoError(bb, noTop(b.ScanIndex(ctx, q, 0, 51, func(IndexEntry) (bool, bool) { k++; return true, k < 51 })))
+					require.NoError(bb, b.ScanIndex(ctx, q, 0, 51, func(IndexEntry) (bool, bool) { k++; return true, k < 51 }))
 				}
 			})
 			bb.Run("count", func(bb *testing.B) {
@@ -220,7 +218,7 @@ func TestIndexCreationEntryNeverOverwritesANewerOne(t *testing.T) {
 	finish(ctx)
 	require.NotZero(t, started.LastSeq)
 	var got IndexEntry
-	require.NoError(t, noTop(b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 1, func(e IndexEntry) (bool, bool) { got = e; return true, false })))
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 1, func(e IndexEntry) (bool, bool) { got = e; return true, false }))
 	assert.Equal(t, "fast", got.TaskID)
 	assert.Equal(t, a2a.StateCompleted, got.State, "the creation did not overwrite the newer entry")
 }

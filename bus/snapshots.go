@@ -3,41 +3,14 @@ package bus
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/nats-io/nats.go"
 )
 
 // snapshotSubject is the subject a task's stored snapshot is published on
 // by the KV bucket (the bucket is a stream over these subjects).
 func snapshotSubject(id string) string { return "$KV." + BucketTasks + "." + id }
-
-// WatchSnapshots calls fn with every snapshot of task id stored from now
-// on whose state satisfies want, delivered whole by core NATS as the bucket
-// stores it: a blocking call learns the settled task without reading
-// anything. Delivery is at most once, so callers keep a slower fallback
-// (LoadTask). Stop the subscription when done.
-func (b *Bus) WatchSnapshots(id string, want func(a2a.TaskState) bool, fn func(*TaskRecord)) (*Subscription, error) {
-	sub, err := b.nc.Subscribe(snapshotSubject(id), func(m *nats.Msg) {
-		if len(m.Data) == 0 {
-			return // a delete or purge marker
-		}
-		if st, ok := peekState(m.Data); ok && !want(st) {
-			return // skip decoding snapshots nobody waits for
-		}
-		var rec TaskRecord
-		if json.Unmarshal(m.Data, &rec) != nil {
-			return
-		}
-		fn(&rec)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Subscription{sub}, nil
-}
 
 // PeekTask returns the stored snapshot of task id without checking the log
 // for newer events (LoadTask does). A writer may start from it: if it is

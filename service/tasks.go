@@ -161,7 +161,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		listScanStarts()
 	}
-	_, err = s.bus.ScanIndex(ctx, q, top, size+1, func(e bus.IndexEntry) (took, more bool) {
+	err = s.bus.ScanIndex(ctx, q, top, size+1, func(e bus.IndexEntry) (took, more bool) {
 		if !after.IsZero() && e.Written.Before(after.Add(-indexSkew)) {
 			return false, false // written before the bound: so are all older entries
 		}
