@@ -215,7 +215,7 @@ func TestIndexCreationEntryNeverOverwritesANewerOne(t *testing.T) {
 	require.Error(t, err, "a first entry where one is")
 	started, finish, err := b.StartTask(ctx, rec)
 	require.NoError(t, err)
-	finish(ctx)
+	require.NoError(t, finish(ctx))
 	require.NotZero(t, started.LastSeq)
 	var got IndexEntry
 	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 1, func(e IndexEntry) (bool, bool) { got = e; return true, false }))

@@ -304,7 +304,7 @@ func TestOrphanSweepKeepsAStartedTask(t *testing.T) {
 	ctx := context.Background()
 	rec, finish, err := b.StartTask(ctx, newRecord("queued"))
 	require.NoError(t, err)
-	finish(ctx)
+	require.NoError(t, finish(ctx))
 	// As before its snapshot lands (StartTask stores it asynchronously).
 	kvs, err := b.js.Stream(ctx, kvStreamName)
 	require.NoError(t, err)

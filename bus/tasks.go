@@ -109,7 +109,7 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 	if err != nil {
 		return nil, err
 	}
-	finish(ctx)
+	_ = finish(ctx) // a snapshot refused here is repaired from the log by its next reader
 	return rec, nil
 }
 
@@ -121,7 +121,14 @@ func (b *Bus) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 // that is faster than the snapshot's store repairs it from the log, and
 // the creation's index entry is written only where no entry is yet, so
 // it never overwrites the entry of a change that overtook it.
-func (b *Bus) StartTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, func(context.Context), error) {
+//
+// finish returns an error matching ErrStoreFull when JetStream refused the
+// snapshot for lack of storage: the task stands (its log has it, its work
+// may be queued), but the store is at its limit, so its worker will not
+// get far until space returns. Any other outcome of the snapshot's store
+// is nil: a snapshot stored by a faster reader, or not at all, is repaired
+// from the log.
+func (b *Bus) StartTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, func(context.Context) error, error) {
 	now := a2a.Now()
 	rec.Created, rec.Updated = now, now
 	hdr := nats.Header{}
@@ -148,20 +155,24 @@ func (b *Bus) StartTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, func
 	indexed := b.indexFirst(rec)
 	snap := &nats.Msg{Subject: snapshotSubject(rec.Task.ID), Data: data}
 	fut, ferr := b.js.PublishMsgAsync(snap, jetstream.WithExpectLastSequencePerSubject(0))
-	finish := func(ctx context.Context) {
+	finish := func(ctx context.Context) error {
 		defer indexed(ctx)
 		if ferr != nil {
-			return // the log has the task: the next reader repairs the snapshot
+			return nil // the log has the task: the next reader repairs the snapshot
 		}
 		t := time.NewTimer(attemptTimeout)
 		defer t.Stop()
 		select {
 		case ack := <-fut.Ok():
 			rec.rev = ack.Sequence // a KV revision is its message's sequence
-		case <-fut.Err(): // stored by a faster reader, or not: as above
+		case err := <-fut.Err(): // stored by a faster reader, or not: as above
+			if isStoreFull(err) {
+				return fmt.Errorf("%w: %w", ErrStoreFull, err)
+			}
 		case <-ctx.Done():
 		case <-t.C:
 		}
+		return nil
 	}
 	return rec, finish, nil
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/tasks"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -221,11 +222,19 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 	// refuses; bounded in count and time.
 	text := strings.Repeat("d", 8<<10)
 	acked := map[string]string{} // task id -> messageId
+	// pending holds sends accepted as the store filled: the task's first
+	// write fit, its snapshot did not, and its work was already queued.
+	// Such a send is answered within tasks.StoreFullGrace with the task
+	// as it stands (submitted), and the task runs once space returns.
+	pending := map[string]bool{}
 	var refusal *sendResult
 	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; i < 400 && refusal == nil && time.Now().Before(deadline); i++ {
 		r := m.send(fmt.Sprintf("fill-%d", i), text)
 		switch {
+		case r.err == nil && r.code == 0 && r.state == "TASK_STATE_SUBMITTED":
+			requireAcceptedAsFull(t, r)
+			pending[r.taskID] = true
 		case r.err == nil && r.code == 0:
 			require.Equal(t, "TASK_STATE_COMPLETED", r.state, "an acknowledged send")
 			acked[r.taskID] = fmt.Sprintf("fill-%d", i)
@@ -234,7 +243,7 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 		}
 	}
 	require.NotNil(t, refusal, "JetStream never refused a send (%d acknowledged)", len(acked))
-	t.Logf("%d sends acknowledged, then: code %d %q after %v", len(acked), refusal.code, refusal.message, refusal.took)
+	t.Logf("%d sends acknowledged (%d of them as the store filled), then: code %d %q after %v", len(acked)+len(pending), len(pending), refusal.code, refusal.message, refusal.took)
 	requireStoreFullRefusal(t, *refusal)
 	require.Greater(t, len(acked), 10, "the store took some tasks first")
 
@@ -247,6 +256,10 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 		state, got := m.getTask(t, id)
 		require.Equal(t, "TASK_STATE_COMPLETED", state, "task %s", id)
 		require.Equal(t, text, got, "task %s's artifact", id)
+	}
+	for id := range pending {
+		state, _ := m.getTask(t, id)
+		require.Equal(t, "TASK_STATE_SUBMITTED", state, "task %s, accepted as the store filled", id)
 	}
 
 	// Space returns: the acknowledged tasks are purged (as retention or an
@@ -264,6 +277,30 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Zero(t, r.code, "a send once space is back: %q", r.message)
 	require.Equal(t, "TASK_STATE_COMPLETED", r.state)
+
+	// A task accepted as the store filled was queued, not lost: it runs
+	// now that space is back.
+	for id := range pending {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			state, got := m.getTask(t, id)
+			if state == "TASK_STATE_COMPLETED" {
+				require.Equal(t, text, got, "task %s's artifact", id)
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "task %s, accepted as the store filled, is still %s", id, state)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// requireAcceptedAsFull checks a send accepted as the store filled: the
+// task as it stands (submitted), answered within the store-full grace,
+// not after the blocking bound.
+func requireAcceptedAsFull(t *testing.T, r sendResult) {
+	t.Helper()
+	require.NotEmpty(t, r.taskID)
+	require.Less(t, r.took, tasks.StoreFullGrace+4*time.Second, "a send accepted as the store filled is answered after the grace, not the blocking bound")
 }
 
 // purgeTasks removes tasks' logs and snapshots (what retention does when

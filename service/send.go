@@ -140,7 +140,8 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 // (submitted when no worker took it, working when one is on it): a task
 // that has not settled is a valid answer to a send, and the client polls
 // it with GetTask or follows it with SubscribeToTask. The task is not
-// touched: it stays queued and runs when a worker takes it. When the
+// touched: it stays queued and runs when a worker takes it. A task
+// created as the store filled is answered after tasks.StoreFullGrace. When the
 // client goes away first, the wait ends with its context's error, as
 // before.
 func (s *Service) awaitSettle(ctx context.Context, c *Call, p *sendPlan) (*bus.TaskRecord, error) {
@@ -160,6 +161,11 @@ func (s *Service) awaitSettle(ctx context.Context, c *Call, p *sendPlan) (*bus.T
 		// still a true answer; the client's GetTask reads it afresh.
 		c.Log.Warn("blocking send reached its bound and the task could not be read again; answering it as last seen",
 			"err", unsettled.ReadErr)
+	}
+	if unsettled.StoreFull {
+		c.Log.Warn("blocking send answered before its task settled: the task store is full, so its worker cannot record a step; the task stays queued and runs once space returns",
+			"state", rec.Task.Status.State, "waited", time.Since(start).Round(time.Millisecond))
+		return rec, nil
 	}
 	c.Log.Info("blocking send answered before its task settled; the task stays queued and runs when a worker takes it",
 		"state", rec.Task.Status.State, "waited", time.Since(start).Round(time.Millisecond), "blocking_timeout", bound)

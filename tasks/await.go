@@ -25,6 +25,9 @@ type UnsettledError struct {
 	// ReadErr, when not nil, is why the task could not be read afresh at
 	// the bound: the task returned beside the error is as last seen.
 	ReadErr error
+	// StoreFull is true when the wait was cut to StoreFullGrace because
+	// the store refused the task's snapshot for lack of storage.
+	StoreFull bool
 }
 
 func (e *UnsettledError) Error() string {
@@ -40,17 +43,31 @@ var errBound = errors.New("tasks: await bound reached")
 // standsTimeout bounds the read of a task whose wait reached its bound.
 const standsTimeout = 2 * time.Second
 
+// StoreFullGrace bounds the wait for a task whose snapshot JetStream
+// refused for lack of storage after its work was enqueued: the task
+// stands and runs once space returns (retention trims, an operator frees
+// the disk), but until then its worker cannot record a step, so a longer
+// wait would only hold the client for the whole bound.
+const StoreFullGrace = time.Second
+
 // Await waits until the task of sub (submitted with Turn.Wait) settles:
 // ends, or asks for input. It waits at most until until (zero: only ctx
 // bounds the wait). At the bound it returns the task as it stands, read
 // afresh (as last seen when that read fails), with an *UnsettledError,
 // unless that read finds it settled. When ctx ends first, Await returns
 // ctx's error. The task itself goes on either way. Await ends sub's watch.
+// A task created as the store filled (its snapshot refused for lack of
+// storage) is waited for StoreFullGrace at most.
 func (s *Service) Await(ctx context.Context, sub *Submitted, until time.Time) (*bus.TaskRecord, error) {
 	if sub.watch == nil {
 		return nil, errors.New("tasks: Await of a turn not submitted with Wait")
 	}
 	defer sub.Close()
+	if sub.storeFull {
+		if grace := time.Now().Add(StoreFullGrace); until.IsZero() || grace.Before(until) {
+			until = grace
+		}
+	}
 	if until.IsZero() {
 		return sub.watch.Wait(ctx, sub.Task)
 	}
@@ -68,5 +85,5 @@ func (s *Service) Await(ctx context.Context, sub *Submitted, until time.Time) (*
 	} else if cur.Task.Status.State.Final() {
 		return cur, nil // settled as the wait ended
 	}
-	return cur, &UnsettledError{TaskID: cur.Task.ID, State: cur.Task.Status.State, ReadErr: lerr}
+	return cur, &UnsettledError{TaskID: cur.Task.ID, State: cur.Task.Status.State, ReadErr: lerr, StoreFull: sub.storeFull}
 }

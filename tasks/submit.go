@@ -72,7 +72,12 @@ type Submitted struct {
 	watch *bus.SettleWatch // nil unless Turn.Wait
 	// created finishes a new task's creation (bus.StartTask): its work
 	// is enqueued while the snapshot and index entry are stored.
-	created func(context.Context)
+	created func(context.Context) error
+	// storeFull is set when JetStream refused the new task's snapshot
+	// for lack of storage after its work was enqueued: the task stands
+	// and runs once space returns, but a wait for it now would only
+	// wait out its bound (see Await).
+	storeFull bool
 }
 
 // Close ends the watch of a Submitted that will not be awaited. It may be
@@ -114,7 +119,8 @@ func (s *Service) Submit(ctx context.Context, t Turn) (*Submitted, error) {
 	}
 	err = s.enqueue(ctx, &t, sub)
 	if sub.created != nil {
-		sub.created(ctx) // the new task's snapshot and index entry, stored meanwhile
+		// The new task's snapshot and index entry, stored meanwhile.
+		sub.storeFull = errors.Is(sub.created(ctx), bus.ErrStoreFull)
 	}
 	if err != nil {
 		sub.Close()
@@ -202,7 +208,7 @@ func (s *Service) withinWindow(rec *bus.TaskRecord) bool {
 	return err == nil && time.Since(created) <= s.window
 }
 
-func (s *Service) create(ctx context.Context, t *Turn, id string, msg *a2a.Message) (*bus.TaskRecord, func(context.Context), error) {
+func (s *Service) create(ctx context.Context, t *Turn, id string, msg *a2a.Message) (*bus.TaskRecord, func(context.Context) error, error) {
 	if msg.ContextID == "" {
 		msg.ContextID = uuid.NewString()
 	}
