@@ -111,6 +111,10 @@ type Bus struct {
 	registry jetstream.KeyValue
 	// indexStream is the task index (index.go).
 	indexStream jetstream.Stream
+	// leases holds the work one process does at a time (lease.go), and
+	// instance names this bus as their holder.
+	leases   jetstream.KeyValue
+	instance string
 }
 
 // Open ensures the streams and buckets exist (creating or updating them)
@@ -122,7 +126,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	b := &Bus{nc: nc, js: js, cfg: cfg}
+	b := &Bus{nc: nc, js: js, cfg: cfg, instance: newInstance()}
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -209,6 +213,10 @@ func (b *Bus) ensure(ctx context.Context) error {
 			History: 1, TTL: c.Retention, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 		{&b.registry, jetstream.KeyValueConfig{Bucket: BucketRegistry, Description: "a2amesh: agent cards of live workers",
 			History: 1, TTL: c.RegistryTTL * 3, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
+		// An entry outlives its lease's TTL only to be taken over by
+		// compare-and-set; the bucket's TTL clears leases nobody renews.
+		{&b.leases, jetstream.KeyValueConfig{Bucket: BucketLeases, Description: "a2amesh: work one process does at a time",
+			History: 1, TTL: leaseBucketTTL, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 	}
 	for _, k := range kvs {
 		kv, err := b.ensureKV(ctx, k.cfg)

@@ -484,24 +484,26 @@ func (b *Bus) backfillIndex(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// hasIndexEntry reports whether the task whose creation event is m has an
-// entry in the index (false when m is not a creation).
-func (b *Bus) hasIndexEntry(ctx context.Context, m *jetstream.RawStreamMsg) (bool, error) {
+// indexEntryOf returns the index entry of the task whose creation event
+// is m: its record (agent, owner, context and id, enough to remove the
+// entry) and when the entry was written, zero when it has none (or m is
+// not a creation).
+func (b *Bus) indexEntryOf(ctx context.Context, m *jetstream.RawStreamMsg) (*TaskRecord, time.Time, error) {
 	var ev a2a.StreamResponse
 	if json.Unmarshal(m.Data, &ev) != nil || ev.Task == nil {
-		return false, nil
+		return nil, time.Time{}, nil
 	}
 	rec := &TaskRecord{Task: *ev.Task, Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner)}
 	if !ValidToken(rec.Agent) || !ValidToken(rec.Task.ID) {
-		return false, nil
+		return nil, time.Time{}, nil
 	}
-	_, err := b.indexStream.GetLastMsgForSubject(ctx, indexSubject(rec))
+	e, err := b.indexStream.GetLastMsgForSubject(ctx, indexSubject(rec))
 	switch {
 	case err == nil:
-		return true, nil
+		return rec, e.Time, nil
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
+		return rec, time.Time{}, nil
 	default:
-		return false, err
+		return nil, time.Time{}, err
 	}
 }

@@ -8,6 +8,7 @@ package bus
 //	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
 //	A2A_INDEX    stream, Limits      a2a.index.<owner>.<agent>.<context>.<taskId>  one entry per task, in order of last status change (index.go)
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
+//	A2A_LEASES   KV, TTL             <work>                 which process does that work now (lease.go)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
 //	a2a.ratelimit.usage   core NATS  what each edge admitted per principal (gossip.go)
 const (

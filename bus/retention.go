@@ -31,12 +31,19 @@ import (
 //     again at every state change (and every few events while an agent
 //     runs), so the oldest is the task changed least recently.
 //   - Every process hosting the bus (edge, worker, mesh) runs its upkeep
-//     (Run), which trims (Trim) every few seconds:
+//     (Run); the one holding the "trim" lease (lease.go) trims (Trim):
 //     while the bucket is over 90% of MaxTasks or the events stream over
 //     90% of MaxEvents, it evicts the least recently changed task whole —
-//     first its log (and push configs), then its snapshot — so an evicted
-//     task is not found (-32001 at the edge): counting never leaves a
-//     snapshot with a broken log, nor a log without its beginning.
+//     first its log (and push configs, and index entry), then its
+//     snapshot — so an evicted task is not found (-32001 at the edge):
+//     counting never leaves a snapshot with a broken log, nor a log
+//     without its beginning. Over the snapshots' mark it reads the oldest
+//     snapshots a batch at a time through one consumer, evicts their
+//     tasks' logs several at once, then purges the batch's snapshots with
+//     one purge of the bucket's stream below the batch's last sequence.
+//     A task that ended needs no check for events its snapshot misses.
+//     Passes come every few seconds, sooner while the bucket grows
+//     toward its mark (trimPace), and at once after a pass that evicted.
 //   - The events stream refuses rather than drops (DiscardNew): an event is
 //     never lost from the middle or the start of a live task's log. At
 //     MaxTaskEvents a task's further appends would fail ("maximum messages
@@ -50,7 +57,8 @@ import (
 //   - Should tasks be created faster than the trimmer evicts and the bucket
 //     reach MaxTasks, the server drops the oldest snapshots itself, leaving
 //     their logs: such a task still reads consistently (its whole log is
-//     folded again) until the trimmer sweeps orphaned logs or they age out.
+//     folded again) until the trimmer sweeps orphaned logs, which it does
+//     whenever the events hold more logs than the bucket holds snapshots.
 //
 // Eviction takes the least recently changed task whatever its state: keep
 // MaxTasks well above the tasks queued or running at once (the default is
@@ -73,17 +81,23 @@ const (
 	// trimBatch bounds the tasks one pass evicts.
 	trimBatch = 10_000
 	// orphanScan bounds the events one pass looks at for orphaned logs.
-	orphanScan = 1_000
+	orphanScan = 4_000
+	// orphanSlack is how many more logs than snapshots the events may
+	// hold before a pass looks for orphaned logs (logs whose snapshot is
+	// being stored are counted too).
+	orphanSlack = 256
 	// trimCheck bounds the evictions a pass makes between reads of the
 	// levels.
-	trimCheck = 256
+	trimCheck = 1024
 )
 
-// orphanGrace is how old a log without a snapshot must be before it is
-// swept: a creator stores the snapshot right after the first event.
+// orphanGrace is how old a log without a snapshot (and its index entry)
+// must be before it is swept: a creator stores the snapshot right after
+// the first event, retrying it through a failover for at most
+// failoverBudget.
 var orphanGrace atomic.Int64
 
-func init() { orphanGrace.Store(int64(time.Minute)) }
+func init() { orphanGrace.Store(int64(2 * failoverBudget)) }
 
 // kvStreamName is the stream underlying the task bucket.
 const kvStreamName = "KV_" + BucketTasks
@@ -191,7 +205,8 @@ func IsTaskLogFull(err error) bool {
 // Run is the bus's upkeep: it trims (Trim) every few seconds until ctx
 // ends, or the connection is closed, and returns nil then, with nothing of
 // it left running. The process hosting the bus runs it beside its other
-// components; running it in several processes at once is safe.
+// components; running it in several processes at once is safe, and only
+// one of them trims at a time (the "trim" lease).
 func (b *Bus) Run(ctx context.Context) error {
 	// A failed backfill is not fatal: the tasks are whole, ListTasks
 	// misses the older ones until they change, and the next start tries
@@ -199,6 +214,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	_, _ = b.backfillIndex(ctx)
 	t := time.NewTimer(trimEvery)
 	defer t.Stop()
+	var pace trimPace
 	for {
 		select {
 		case <-ctx.Done():
@@ -208,66 +224,116 @@ func (b *Bus) Run(ctx context.Context) error {
 		if b.nc.IsClosed() {
 			return nil
 		}
-		tctx, cancel := context.WithTimeout(ctx, trimEvery)
-		removed, _ := b.Trim(tctx)
-		cancel()
-		// While tasks come faster than a pass every trimEvery keeps up
-		// with (the bucket's own bound would drop the oldest snapshots
-		// and leave their logs), the next pass comes sooner.
-		if removed > 0 {
-			t.Reset(trimSoon)
-		} else {
-			t.Reset(trimEvery)
+		// One process trims at a time (lease.go): the others would evict
+		// the same oldest tasks.
+		next := trimEvery
+		if b.holdLease(ctx, leaseTrim) {
+			tctx, cancel := context.WithTimeout(ctx, trimPassTimeout)
+			st, _ := b.trim(tctx)
+			cancel()
+			next = pace.next(st, b.cfg.MaxTasks)
 		}
+		t.Reset(next)
 	}
 }
 
+// trimPassTimeout bounds one trimming pass.
+const trimPassTimeout = 30 * time.Second
+
+// trimState is what a trimming pass did and found.
+type trimState struct {
+	removed int
+	snaps   uint64 // snapshots held when the pass ended (0: unknown)
+	at      time.Time
+}
+
+// trimPace spaces the passes: every trimEvery while the bucket is far from
+// its mark, sooner while tasks arrive fast enough to reach it before the
+// next pass (the bucket's own bound would then drop the oldest snapshots
+// and leave their logs), and trimSoon after a pass that removed tasks.
+type trimPace struct{ last trimState }
+
+func (p *trimPace) next(st trimState, maxTasks int64) time.Duration {
+	st.at = time.Now()
+	prev := p.last
+	p.last = st
+	if st.removed > 0 {
+		return trimSoon
+	}
+	if prev.at.IsZero() || st.snaps <= prev.snaps || maxTasks <= 0 {
+		return trimEvery
+	}
+	// At the rate the bucket grew since the last pass, how long until it
+	// reaches its mark? Come back within a quarter of that.
+	rate := float64(st.snaps-prev.snaps) / st.at.Sub(prev.at).Seconds()
+	room := float64(lowWater(maxTasks)) - float64(st.snaps)
+	if room <= 0 {
+		return trimSoon
+	}
+	return min(trimEvery, max(trimSoon, time.Duration(room/rate/4*float64(time.Second))))
+}
+
 // Trim enforces the count bounds once: while the snapshots or the events
-// are over 90% of their bound, it sweeps orphaned logs and evicts the least
-// recently changed tasks whole. It returns how many tasks it removed. Every
-// process opening the bus runs it every few seconds; running it from
-// several at once is safe.
+// are over 90% of their bound, it evicts the least recently changed tasks
+// whole; it sweeps orphaned logs when there are any. It returns how many
+// tasks (and orphaned logs) it removed. Every process opening the bus runs
+// it every few seconds (Run); running it from several at once is safe.
 func (b *Bus) Trim(ctx context.Context) (int, error) {
+	st, err := b.trim(ctx)
+	return st.removed, err
+}
+
+func (b *Bus) trim(ctx context.Context) (trimState, error) {
+	var st trimState
 	kvs, err := b.js.Stream(ctx, kvStreamName)
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	taskLow, eventLow := lowWater(b.cfg.MaxTasks), lowWater(b.cfg.MaxEvents)
 	// over reads both levels; snaps is the number of snapshots held and
-	// first the sequence of the oldest.
-	over := func() (tasks, events bool, snaps, first uint64, err error) {
+	// first the sequence of the oldest; logs is the number of logs.
+	over := func() (tasks, events bool, snaps, first, logs uint64, err error) {
 		ki, err := kvs.Info(ctx)
 		if err != nil {
-			return false, false, 0, 0, err
+			return false, false, 0, 0, 0, err
 		}
 		ei, err := b.events.Info(ctx)
 		if err != nil {
-			return false, false, 0, 0, err
+			return false, false, 0, 0, 0, err
 		}
-		return ki.State.Msgs > taskLow, ei.State.Msgs > eventLow, ki.State.Msgs, ki.State.FirstSeq, nil
+		st.snaps = ki.State.Msgs
+		return ki.State.Msgs > taskLow, ei.State.Msgs > eventLow, ki.State.Msgs, ki.State.FirstSeq, uint64(ei.State.NumSubjects), nil
 	}
-	tasksOver, eventsOver, _, _, err := over()
-	if err != nil || !tasksOver && !eventsOver {
-		return 0, err
+	tasksOver, eventsOver, snaps, _, logs, err := over()
+	if err != nil {
+		return st, err
 	}
-	removed := 0
-	// Over either mark, logs the bucket's own bound may have orphaned
-	// (it drops the oldest snapshots when tasks come faster than passes)
-	// go too, a bounded number a pass.
-	if eventsOver || tasksOver {
+	// Logs the bucket's own bound orphaned (it drops the oldest snapshots
+	// when tasks come faster than passes), or whose creator died before
+	// storing the snapshot, go too, a bounded number a pass, whenever
+	// there are more logs than snapshots.
+	if eventsOver || tasksOver || logs > snaps+orphanSlack {
 		n, err := b.sweepOrphans(ctx)
-		removed += n
+		st.removed += n
 		if err != nil {
-			return removed, err
+			return st, err
 		}
+	}
+	if !tasksOver && !eventsOver {
+		return st, nil
 	}
 	// Push configs of an evicted task go with it (the bucket exists only
 	// where push is on).
 	push, err := b.js.Stream(ctx, "KV_"+BucketPush)
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return removed, err
-		}
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		push = nil
+	case err != nil:
+		return st, err
+	case push.CachedInfo().State.Msgs == 0:
+		// No task has a push config: nothing to purge with each. (One
+		// set during the pass on a task it evicts stays until it ages
+		// out; an evicted task's config is never read.)
 		push = nil
 	}
 	repaired := map[string]bool{}
@@ -280,10 +346,10 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 	left := 0
 	for i := 0; i < trimBatch; i++ {
 		if left <= 0 {
-			tasksOver, eventsOver, snaps, oldest, err := over()
+			tasksOver, eventsOver, snaps, oldest, _, err := over()
 			if err != nil || !tasksOver && !eventsOver || snaps == 0 {
 				// (No snapshot left: the events are live or young orphans.)
-				return removed, err
+				return st, err
 			}
 			first, left = max(first, oldest), 1
 			if tasksOver && !eventsOver {
@@ -295,22 +361,17 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 			// snapshots go, several at once (each eviction is a few
 			// requests; one after another they fell far behind the
 			// tasks a loaded mesh creates).
-			batch := make([]*jetstream.RawStreamMsg, 0, left)
-			for len(batch) < left {
-				m, err := kvs.GetMsg(ctx, first, jetstream.WithGetMsgSubject(">"))
-				if errors.Is(err, jetstream.ErrMsgNotFound) {
-					break
-				}
-				if err != nil {
-					return removed, err
-				}
-				first = m.Sequence + 1
-				batch = append(batch, m)
+			batch, err := b.oldestSnapshots(ctx, first, left)
+			if err != nil {
+				return st, err
+			}
+			if len(batch) > 0 {
+				first = batch[len(batch)-1].Sequence + 1
 			}
 			n, err := b.evictAll(ctx, kvs, push, batch, repaired)
-			removed += n
+			st.removed += n
 			if err != nil {
-				return removed, err
+				return st, err
 			}
 			i += len(batch)
 			left = 0
@@ -326,24 +387,71 @@ func (b *Bus) Trim(ctx context.Context) (int, error) {
 			continue
 		}
 		if err != nil {
-			return removed, err
+			return st, err
 		}
 		first = m.Sequence + 1
 		id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
 		evicted, err := b.evict(ctx, kvs, push, id, m, repaired)
 		if err != nil {
-			return removed, err
+			return st, err
 		}
 		if evicted {
-			removed++
+			st.removed++
 			left--
 		}
 	}
-	return removed, nil
+	return st, nil
+}
+
+// oldestSnapshots reads up to n snapshots of the bucket's stream from
+// sequence first on, in order, through one short-lived consumer: three
+// requests, where one get each made reading a batch take longer than
+// evicting it on a loaded server.
+func (b *Bus) oldestSnapshots(ctx context.Context, first uint64, n int) ([]*jetstream.RawStreamMsg, error) {
+	c, err := b.js.CreateConsumer(ctx, kvStreamName, jetstream.ConsumerConfig{
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       max(first, 1),
+		InactiveThreshold: 30 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+		defer cancel()
+		_ = b.js.DeleteConsumer(dctx, kvStreamName, c.CachedInfo().Name)
+	}()
+	n = min(n, int(c.CachedInfo().NumPending))
+	batch := make([]*jetstream.RawStreamMsg, 0, n)
+	for len(batch) < n {
+		msgs, err := c.Fetch(n-len(batch), jetstream.FetchMaxWait(attemptTimeout))
+		if err != nil {
+			return batch, err
+		}
+		got := 0
+		for m := range msgs.Messages() {
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			got++
+			batch = append(batch, &jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: meta.Sequence.Stream, Data: m.Data(), Time: meta.Timestamp})
+		}
+		if err := msgs.Error(); err != nil {
+			return batch, err
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return batch, nil
 }
 
 // evictParallel bounds the evictions Trim runs at once.
-const evictParallel = 8
+const evictParallel = 16
 
 // evictAll evicts the tasks of the oldest snapshots batch, evictParallel
 // at a time, and returns how many it removed and the first error.
@@ -365,7 +473,7 @@ func (b *Bus) evictAll(ctx context.Context, kvs, push jetstream.Stream, batch []
 			again := repaired[id]
 			mu.Unlock()
 			seen := map[string]bool{id: again}
-			evicted, err := b.evict(ctx, kvs, push, id, m, seen)
+			evicted, err := b.evictLog(ctx, push, id, m, seen)
 			mu.Lock()
 			defer mu.Unlock()
 			repaired[id] = repaired[id] || seen[id]
@@ -378,7 +486,15 @@ func (b *Bus) evictAll(ctx context.Context, kvs, push jetstream.Stream, batch []
 		}()
 	}
 	wg.Wait()
-	return removed, firstErr
+	if firstErr != nil || len(batch) == 0 {
+		return removed, firstErr
+	}
+	// The batch is every snapshot from the first one read up to the last,
+	// and their logs are gone: one purge of the bucket's stream below the
+	// last takes all their snapshots. A snapshot stored since (a writer
+	// racing the eviction, a repair) has a later sequence and stays.
+	err := kvs.Purge(ctx, jetstream.WithPurgeSequence(batch[len(batch)-1].Sequence+1))
+	return removed, err
 }
 
 // evict removes task id, whose snapshot m is the oldest, log first. A
@@ -386,9 +502,24 @@ func (b *Bus) evictAll(ctx context.Context, kvs, push jetstream.Stream, batch []
 // date instead, which moves it to the back; evict takes it if it comes
 // round again in the same pass.
 func (b *Bus) evict(ctx context.Context, kvs, push jetstream.Stream, id string, m *jetstream.RawStreamMsg, repaired map[string]bool) (bool, error) {
+	evicted, err := b.evictLog(ctx, push, id, m, repaired)
+	if !evicted || err != nil {
+		return false, err
+	}
+	// Only the snapshot judged here: one stored since (a writer racing the
+	// eviction) stays, and reads consistently without the log.
+	err = kvs.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1))
+	return err == nil, err
+}
+
+// evictLog is evict up to the snapshot: the log, push configs and index
+// entry of task id go, or its snapshot is repaired (false).
+func (b *Bus) evictLog(ctx context.Context, push jetstream.Stream, id string, m *jetstream.RawStreamMsg, repaired map[string]bool) (bool, error) {
 	var rec TaskRecord
 	_ = json.Unmarshal(m.Data, &rec) // undecodable: LastSeq 0, evicted
-	if !repaired[id] && ValidToken(id) {
+	// A task that ended takes no more events: its snapshot is its log's
+	// last word, and there is nothing to repair.
+	if !repaired[id] && ValidToken(id) && !rec.Task.Status.State.Terminal() {
 		last, err := b.events.GetLastMsgForSubject(ctx, EventsSubject(id))
 		if err == nil && last.Sequence > rec.LastSeq {
 			repaired[id] = true
@@ -410,62 +541,125 @@ func (b *Bus) evict(ctx context.Context, kvs, push jetstream.Stream, id string, 
 	if err := b.removeIndex(ctx, &rec); err != nil {
 		return false, err
 	}
-	// Only the snapshot judged here: one stored since (a writer racing the
-	// eviction) stays, and reads consistently without the log.
-	err := kvs.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1))
-	return err == nil, err
+	return true, nil
 }
 
 // sweepOrphans removes logs at the front of the events stream whose task
 // has no snapshot (the bucket dropped it at its bound, or its creator died
-// before storing it) and that nobody has written to for orphanGrace.
+// before storing it) and that nobody has written to for orphanGrace, with
+// their index entries. A log whose index entry is younger than that (its
+// snapshot is being stored), or whose task has not ended and has its work
+// queued (its snapshot was refused for lack of storage), is kept.
 func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
 	ei, err := b.events.Info(ctx)
 	if err != nil {
 		return 0, err
 	}
 	grace := time.Duration(orphanGrace.Load())
+	// The logs at the front whose first event is older than the grace:
+	// read in order (one request each), then judged several at once.
+	var front []*jetstream.RawStreamMsg
 	seen := map[string]bool{}
-	removed := 0
 	seq := ei.State.FirstSeq
 	for n := 0; n < orphanScan; n++ {
 		// Every subject of the stream is a log: ">" (see Trim).
 		m, err := b.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return removed, nil
+			break
 		}
 		if err != nil {
-			return removed, err
+			return 0, err
 		}
 		seq = m.Sequence + 1
 		if time.Since(m.Time) < grace {
-			return removed, nil // the rest is younger still
+			break // the rest is younger still
 		}
-		id := strings.TrimPrefix(m.Subject, subjEventsPrefix)
-		if seen[id] {
-			continue
+		if !seen[m.Subject] {
+			seen[m.Subject] = true
+			front = append(front, m)
 		}
-		seen[id] = true
-		if _, err := b.tasks.Get(ctx, id); err == nil {
-			continue
-		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return removed, err
-		}
-		// A task whose snapshot is not stored yet (StartTask stores it
-		// while the send enqueues) has its index entry: not an orphan.
-		if indexed, err := b.hasIndexEntry(ctx, m); err != nil {
-			return removed, err
-		} else if indexed {
-			continue
-		}
-		last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
-		if err != nil || time.Since(last.Time) < grace {
-			continue
-		}
-		if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject)); err != nil {
-			return removed, err
-		}
-		removed++
 	}
-	return removed, nil
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		removed  int
+		firstErr error
+	)
+	sem := make(chan struct{}, evictParallel)
+	for _, m := range front {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			swept, err := b.sweepOrphan(ctx, m, grace)
+			mu.Lock()
+			defer mu.Unlock()
+			if swept {
+				removed++
+			}
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return removed, firstErr
+}
+
+// sweepOrphan removes the log whose first event is m, with its index
+// entry, if it is an orphan (see sweepOrphans).
+func (b *Bus) sweepOrphan(ctx context.Context, m *jetstream.RawStreamMsg, grace time.Duration) (bool, error) {
+	id := strings.TrimPrefix(m.Subject, subjEventsPrefix)
+	if _, err := b.tasks.Get(ctx, id); err == nil {
+		return false, nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, err
+	}
+	// A task whose snapshot is not stored yet (StartTask stores it
+	// while the send enqueues) has a fresh index entry: not an
+	// orphan. One whose snapshot the bucket's bound dropped keeps
+	// an old entry, which goes with its log.
+	rec, indexed, err := b.indexEntryOf(ctx, m)
+	if err != nil {
+		return false, err
+	}
+	if !indexed.IsZero() && time.Since(indexed) < grace {
+		return false, nil
+	}
+	last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
+	if err != nil || time.Since(last.Time) < grace {
+		return false, nil
+	}
+	// A task that has not ended may have its turn queued: its
+	// snapshot was refused (the store was full) after its work was
+	// enqueued, and it runs once space returns. Not an orphan.
+	if rec != nil && !endedLog(last) {
+		if queued, err := b.Queued(ctx, rec.Agent, id); err != nil || queued {
+			return false, nil
+		}
+	}
+	if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject)); err != nil {
+		return false, err
+	}
+	if !indexed.IsZero() {
+		if err := b.removeIndex(ctx, rec); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// endedLog reports whether last, a log's last event, is a terminal status.
+func endedLog(last *jetstream.RawStreamMsg) bool {
+	var ev a2a.StreamResponse
+	if json.Unmarshal(last.Data, &ev) != nil {
+		return false
+	}
+	switch {
+	case ev.StatusUpdate != nil:
+		return ev.StatusUpdate.Status.State.Terminal()
+	case ev.Task != nil:
+		return ev.Task.Status.State.Terminal()
+	}
+	return false
 }

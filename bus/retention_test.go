@@ -294,8 +294,10 @@ func TestRetentionReopenUpdatesBounds(t *testing.T) {
 	assert.Equal(t, int64(DefaultMaxTasks), DefaultConfig.MaxTasks)
 }
 
-// A task whose snapshot is not stored yet (StartTask stores it while the
-// send enqueues) has a log and an index entry: the orphan sweep keeps it.
+// A task whose snapshot is not stored (StartTask stores it while the send
+// enqueues; the store may refuse it when full) has a log, an index entry
+// and its work queued: the orphan sweep keeps it, even past the grace.
+// A log whose snapshot the bucket dropped is swept with its index entry.
 func TestOrphanSweepKeepsAStartedTask(t *testing.T) {
 	prev := orphanGrace.Load()
 	orphanGrace.Store(0)
@@ -311,14 +313,142 @@ func TestOrphanSweepKeepsAStartedTask(t *testing.T) {
 	require.NoError(t, kvs.Purge(ctx, jetstream.WithPurgeSubject(snapshotSubject("queued"))))
 	_, err = b.getStored(ctx, "queued")
 	require.ErrorIs(t, err, ErrTaskNotFound, "precondition: no snapshot stored")
+	require.NoError(t, b.Enqueue(ctx, &WorkItem{Agent: rec.Agent, TaskID: rec.Task.ID, ContextID: rec.Task.ContextID}, "w-queued", nil))
+	// A task whose snapshot the bucket's bound dropped: a log and an
+	// index entry, nothing queued.
+	dropped, err := b.CreateTask(ctx, newRecord("dropped"))
+	require.NoError(t, err)
+	require.NoError(t, kvs.Purge(ctx, jetstream.WithPurgeSubject(snapshotSubject("dropped"))))
 	// A log with neither snapshot nor index entry is an orphan.
 	gone := newRecord("gone")
 	_, err = b.appendEvent(ctx, "gone", &a2a.StreamResponse{Task: &gone.Task}, 0, nil)
 	require.NoError(t, err)
 	n, err := b.sweepOrphans(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 1, n, "the log with nothing else is swept")
+	assert.Equal(t, 2, n, "the log with nothing else, and the one whose snapshot was dropped, are swept")
 	got, err := b.LoadTask(ctx, "queued")
 	require.NoError(t, err, "the started task is kept")
 	assert.Equal(t, rec.LastSeq, got.LastSeq)
+	_, err = b.LoadTask(ctx, "dropped")
+	assert.ErrorIs(t, err, ErrTaskNotFound)
+	_, err = b.indexStream.GetLastMsgForSubject(ctx, indexSubject(dropped))
+	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the dropped task's index entry goes with its log")
+}
+
+// Past the snapshots' mark by many tasks, a pass evicts them in batches:
+// each evicted task goes whole (log, index entry, push configs, snapshot),
+// ended or not, and every task kept reads whole, including an old one
+// that changed since and so is no longer among the least recently changed.
+func TestTrimEvictsABatchWhole(t *testing.T) {
+	const maxTasks, n = 200, 200 // trimming keeps 180
+	b := openTestBus(t, Config{MaxTasks: maxTasks, MaxEvents: 10_000})
+	ctx := context.Background()
+	id := func(i int) string { return fmt.Sprintf("t%03d", i) }
+	push, err := b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: BucketPush, Storage: jetstream.FileStorage})
+	require.NoError(t, err)
+	for i := 0; i < n; i++ {
+		_, err := b.CreateTask(ctx, newRecord(id(i)))
+		require.NoError(t, err)
+		if i%2 == 0 { // half of them ended, half still submitted
+			_, _, err = b.UpdateTask(ctx, id(i), nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+				return status(id(i), a2a.StateCompleted), nil
+			})
+			require.NoError(t, err)
+		}
+	}
+	_, err = push.Put(ctx, id(3)+".cfg1", []byte("{}"))
+	require.NoError(t, err)
+	_, err = push.Put(ctx, id(n-1)+".cfg1", []byte("{}"))
+	require.NoError(t, err)
+	// t001 changes last: it is now the most recently changed.
+	_, _, err = b.UpdateTask(ctx, id(1), nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status(id(1), a2a.StateWorking), nil
+	})
+	require.NoError(t, err)
+
+	removed := trim(t, b)
+	assert.Equal(t, n-int(lowWater(maxTasks)), removed)
+	assert.Equal(t, lowWater(maxTasks), streamMsgs(t, b, kvStreamName))
+	kept := 0
+	for i := 0; i < n; i++ {
+		rec, err := b.LoadTask(ctx, id(i))
+		if errors.Is(err, ErrTaskNotFound) {
+			subj, err := b.events.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
+			require.NoError(t, err)
+			assert.Zero(t, subj.State.Subjects[EventsSubject(id(i))], "%s evicted: its log goes too", id(i))
+			_, err = b.indexStream.GetLastMsgForSubject(ctx, indexSubject(newRecord(id(i))))
+			assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%s evicted: its index entry goes too", id(i))
+			continue
+		}
+		require.NoError(t, err, id(i))
+		kept++
+		assert.Equal(t, id(i), rec.Task.ID)
+		want := a2a.StateSubmitted
+		if i%2 == 0 {
+			want = a2a.StateCompleted
+		}
+		if i == 1 {
+			want = a2a.StateWorking
+		}
+		assert.Equal(t, want, rec.Task.Status.State, id(i))
+		subj, err := b.events.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
+		require.NoError(t, err)
+		assert.Equal(t, subj.State.Subjects[EventsSubject(id(i))], uint64(rec.Events), "%s kept whole", id(i))
+	}
+	assert.Equal(t, int(lowWater(maxTasks)), kept)
+	_, err = b.LoadTask(ctx, id(1))
+	assert.NoError(t, err, "the task changed last is kept")
+	_, err = b.LoadTask(ctx, id(n-1))
+	assert.NoError(t, err, "the newest task is kept")
+	_, err = push.Get(ctx, id(3)+".cfg1")
+	assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "an evicted task's push config goes too")
+	_, err = push.Get(ctx, id(n-1)+".cfg1")
+	assert.NoError(t, err, "a kept task's push config stays")
+}
+
+// Orphaned logs are swept whenever the events hold more logs than the
+// bucket holds snapshots, not only over the marks: the bucket's own bound
+// orphans logs during a burst, and the bucket is back under its mark once
+// the trimmer has caught up.
+func TestTrimSweepsOrphansBelowTheMark(t *testing.T) {
+	prev := orphanGrace.Load()
+	orphanGrace.Store(0)
+	t.Cleanup(func() { orphanGrace.Store(prev) })
+	b := openTestBus(t, Config{MaxTasks: 10_000})
+	ctx := context.Background()
+	const orphans = orphanSlack + 50
+	for i := 0; i < orphans; i++ {
+		rec := newRecord(fmt.Sprintf("o%04d", i))
+		_, err := b.appendEvent(ctx, rec.Task.ID, &a2a.StreamResponse{Task: &rec.Task}, 0, nil)
+		require.NoError(t, err)
+	}
+	_, err := b.CreateTask(ctx, newRecord("kept"))
+	require.NoError(t, err)
+	removed := trim(t, b)
+	assert.Equal(t, orphans, removed)
+	ei, err := b.events.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), ei.State.NumSubjects, "only the kept task's log is left")
+	_, err = b.LoadTask(ctx, "kept")
+	assert.NoError(t, err)
+}
+
+// Passes come every trimEvery while the bucket is far from its mark or
+// still; sooner while it grows fast enough to reach the mark before then;
+// trimSoon after a pass that removed tasks.
+func TestTrimPace(t *testing.T) {
+	var p trimPace
+	const maxTasks = 100_000 // mark: 90,000
+	assert.Equal(t, trimEvery, p.next(trimState{snaps: 1000}, maxTasks), "first pass: no rate yet")
+	p.last.at = time.Now().Add(-time.Second)
+	assert.Equal(t, trimEvery, p.next(trimState{snaps: 1100}, maxTasks), "100 tasks/s, 89,000 from the mark")
+	p.last.at = time.Now().Add(-time.Second)
+	got := p.next(trimState{snaps: 81_100}, maxTasks) // 80,000 tasks/s: the mark in 0.11 s
+	assert.Equal(t, trimSoon, got)
+	p.last.at = time.Now().Add(-time.Second)
+	got = p.next(trimState{snaps: 83_100}, maxTasks) // 2,000/s, 6,900 left: 3.45 s, a quarter of it
+	assert.InDelta(t, float64(860*time.Millisecond), float64(got), float64(50*time.Millisecond))
+	assert.Equal(t, trimSoon, p.next(trimState{snaps: 90_000, removed: 5}, maxTasks))
+	p.last.at = time.Now().Add(-time.Second)
+	assert.Equal(t, trimEvery, p.next(trimState{snaps: 90_000}, maxTasks), "still: no hurry")
 }
