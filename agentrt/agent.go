@@ -35,12 +35,17 @@ type Request struct {
 	AcceptedOutputModes []string
 	// Metadata is the request's metadata.
 	Metadata a2a.Metadata
+	// Extensions are the extension URIs the client requested for this
+	// turn (the A2A-Extensions service parameter), in its order. Activate
+	// the ones the turn applies (Activate); see extensions.go.
+	Extensions []string
 	// Attempt counts deliveries of this turn (1 on the first run; more after
 	// a worker crashed while running it).
 	Attempt int
 
 	owner string // the principal the task belongs to
 	mesh  *Mesh
+	act   *activation // the extensions activated, shared with the writer
 }
 
 // Text is the text of the turn's message.

@@ -340,7 +340,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		return
 	}
 	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
-		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered)}
+		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered), act: &activation{}}
 	// Runs of this turn that claimed the task and did not settle it: the
 	// next one would be run number TurnRuns+1. Deliveries the bus refused
 	// before they could run (a failover, a full disk) do not count.
@@ -375,7 +375,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		TaskID: item.TaskID, ContextID: rec.Task.ContextID, Message: item.Message,
 		History: historyBefore(rec.Task.History, item.Message.MessageID), Artifacts: rec.Task.Artifacts,
 		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
-		owner: rec.Owner,
+		Extensions: item.Extensions, owner: rec.Owner, act: wr.act,
 	}
 	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name, live: w.liveAgent, MaxWait: w.DelegateWait}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)

@@ -37,6 +37,7 @@ type writer struct {
 	unnamed    int           // artifacts written without an id so far
 	busErr     error         // the last write the bus failed (not a closed task)
 	full       bool          // a write was refused by the events-per-task bound
+	act        *activation   // the extensions the run activated (extensions.go)
 }
 
 func (w *writer) update(ev *a2a.StreamResponse) error {
@@ -56,8 +57,9 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 			w.b.Config().MaxTaskEvents))
 	}
 	store := final || w.unstored+1 >= storeEvery || time.Since(w.lastStored) >= storeInterval
-	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) {
-		return ev, nil
+	activated := w.act.list()
+	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
+		return withExtensions(ev, activated, cur.Extensions), nil
 	}, bus.AppendOptions{Store: store, Run: w.run, Claim: !w.claimed})
 	if errors.Is(err, bus.ErrTerminal) {
 		w.rec = rec

@@ -63,6 +63,9 @@ type TaskRecord struct {
 	// Events is how many events of the log this snapshot folds (0 in
 	// snapshots written before it was kept: unknown).
 	Events int64 `json:"events,omitempty"`
+	// Extensions are the extension URIs the agent activated for the
+	// task's current user turn (MetaExtensions); a new turn clears them.
+	Extensions []string `json:"extensions,omitempty"`
 
 	rev uint64 // KV revision this record was read at
 	// indexed is the status (indexKey) of the task's last index entry
@@ -93,6 +96,10 @@ func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskR
 	c.Task.Apply(ev)
 	if ev.Message != nil && ev.Message.Role == a2a.RoleUser {
 		c.TurnRuns = 0 // a new turn
+		c.Extensions = nil
+	}
+	if exts, ok := eventExtensions(ev); ok {
+		c.Extensions = exts
 	}
 	c.LastSeq = seq
 	c.Updated = at

@@ -26,8 +26,11 @@ type WorkItem struct {
 	AcceptedOutputModes []string `json:"acceptedOutputModes,omitempty"`
 	// Metadata is the request's metadata.
 	Metadata a2a.Metadata `json:"metadata,omitempty"`
-	Owner    string       `json:"owner,omitempty"`
-	Enqueued string       `json:"enqueued"`
+	// Extensions are the extension URIs the client requested for the
+	// call (A2A-Extensions).
+	Extensions []string `json:"extensions,omitempty"`
+	Owner      string   `json:"owner,omitempty"`
+	Enqueued   string   `json:"enqueued"`
 }
 
 // Enqueue puts item on its agent's work queue. msgID makes the publish

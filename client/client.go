@@ -437,6 +437,7 @@ func (c *Client) setHeaders(req *http.Request, accept string) {
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "a2amesh-client")
 	}
+	c.setExtensions(req) // extensions.go
 }
 
 // call does one unary JSON-RPC call and decodes its result into result.
@@ -450,6 +451,7 @@ func (c *Client) call(ctx context.Context, method string, params, result any) er
 		return err
 	}
 	defer resp.Body.Close()
+	noteExtensions(ctx, resp.Header)
 	env, err := c.readResponse(resp)
 	if err != nil {
 		return err

@@ -141,6 +141,7 @@ func (t *grpcTransport) outgoing(ctx context.Context, lastEventID string) contex
 		md[k] = append(md[k], vs...)
 	}
 	md.Set("a2a-version", ProtocolVersion)
+	grpcExtensions(ctx, md) // extensions.go
 	if lastEventID != "" {
 		md.Set(grpcLastEventID, lastEventID)
 	}
@@ -229,10 +230,13 @@ func (t *grpcTransport) send(ctx context.Context, req *a2a.SendMessageRequest) (
 	if err != nil {
 		return nil, badRequest(methodSend, err)
 	}
-	out, err := t.pb.SendMessage(t.outgoing(ctx, ""), in)
+	var hdr, trl metadata.MD
+	out, err := t.pb.SendMessage(t.outgoing(ctx, ""), in, grpc.Header(&hdr), grpc.Trailer(&trl))
 	if err != nil {
 		return nil, t.callError(ctx, methodSend, err)
 	}
+	noteGRPCExtensions(ctx, hdr)
+	noteGRPCExtensions(ctx, trl) // where a2a-go servers put them
 	res, err := pbconv.FromSendMessageResponse(out)
 	if err != nil {
 		return nil, badResult(methodSend, err)
@@ -276,6 +280,7 @@ func (t *grpcTransport) openStream(ctx context.Context, op, lastEventID string,
 		cancel()
 		return nil, t.callError(ctx, op, err)
 	}
+	noteGRPCExtensions(ctx, md)
 	ended := false
 	if md == nil {
 		// Ended without headers: the status says why; a success is a
@@ -294,6 +299,7 @@ func (t *grpcTransport) openStream(ctx context.Context, op, lastEventID string,
 		msg, err := st.Recv()
 		if err != nil {
 			ended = true
+			noteGRPCExtensions(ctx, st.Trailer())
 			cancel()
 			if errors.Is(err, io.EOF) {
 				return Event{}, io.EOF

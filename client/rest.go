@@ -174,6 +174,7 @@ func (t *restTransport) do(ctx context.Context, op, method, tenant, route string
 		return err
 	}
 	defer resp.Body.Close()
+	noteExtensions(ctx, resp.Header)
 	b, err := t.c.readREST(resp)
 	if err != nil {
 		return err
@@ -199,6 +200,7 @@ func (t *restTransport) openStream(ctx context.Context, op, method, tenant, rout
 	if err != nil {
 		return nil, err
 	}
+	noteExtensions(ctx, resp.Header)
 	if resp.StatusCode == http.StatusOK && mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
 		return newSSEStream(resp.Body, t.c.maxBody, decodeRESTEvent), nil
 	}

@@ -66,6 +66,7 @@ func (c *Client) openStream(ctx context.Context, method string, params any, last
 	if err != nil {
 		return nil, err
 	}
+	noteExtensions(ctx, resp.Header)
 	if resp.StatusCode == http.StatusOK && mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
 		return newStream(resp.Body, c.maxBody), nil
 	}

@@ -383,10 +383,11 @@ func etagMatches(header, etag string) bool {
 }
 
 // finishCard adds what every card of this edge says the same way: push
-// support and the security schemes of its auth; and drops the 0.3 fields
-// for StrictCards.
+// support, the mesh's own extensions and the security schemes of its
+// auth; and drops the 0.3 fields for StrictCards.
 func (e *Edge) finishCard(c a2a.AgentCard) a2a.AgentCard {
 	c.Capabilities.PushNotifications = a2a.Bool(e.pushEnabled())
+	c = withMeshExtensions(c) // extensions.go
 	c.SecuritySchemes, c.SecurityReqs, c.Security = nil, nil, nil
 	if e.cfg.Auth != nil {
 		c.SecuritySchemes, c.SecurityReqs, c.Security = cardSecurity()
@@ -429,10 +430,10 @@ func (e *Edge) cors(w http.ResponseWriter, r *http.Request) bool {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Content-Type")
+	h.Set("Access-Control-Expose-Headers", "Content-Type, A2A-Extensions, X-A2A-Extensions")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, A2A-Version, A2A-Extensions, Last-Event-ID, traceparent, tracestate")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, A2A-Version, A2A-Extensions, X-A2A-Extensions, Last-Event-ID, traceparent, tracestate")
 		h.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 		return true

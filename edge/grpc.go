@@ -136,7 +136,10 @@ func (s *grpcService) unary(ctx context.Context, req any, info *grpc.UnaryServer
 	}
 	ctx, c := e.beginGRPC(ctx, svc, method, req)
 	defer endGRPCSpan(c, &err)
-	return handler(ctx, req)
+	if resp, err = handler(ctx, req); err == nil {
+		grpcEchoExtensions(ctx) // extensions.go
+	}
+	return resp, err
 }
 
 // stream runs a streaming call through the pipeline; its span starts when
@@ -279,7 +282,7 @@ func (e *Edge) beginGRPC(ctx context.Context, svc, method string, req any) (cont
 		attribute.String("rpc.method", method),
 	)
 	c := &call{span: span, version: a2a.V10}
-	c.sc = &service.Call{Principal: principalFrom(ctx), Version: a2a.V10,
+	c.sc = &service.Call{Principal: principalFrom(ctx), Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
 		Log: e.log.With("method", method, "binding", "grpc"), OnAgent: c.traced, OnTask: c.taskTraced}
 	return service.WithCall(ctx, c.sc), c
 }
@@ -405,8 +408,20 @@ func lastEventID(ctx context.Context) string {
 
 // relayGRPC sends a stream's events, each with its id in its metadata
 // (GRPCEventIDKey). Keep-alives send nothing: the server's HTTP/2 pings
-// keep the connection alive. An error ends the call with its status.
+// keep the connection alive. An error ends the call with its status. The
+// activated extensions go in the header metadata, and what the agent
+// activated by the end in the trailer (extensions.go).
 func (e *Edge) relayGRPC(ctx context.Context, stream service.Stream, ss grpc.ServerStreamingServer[a2apb.StreamResponse]) error {
+	sc := service.CallFrom(ctx)
+	if act := sc.ActivatedExtensions(); len(act) > 0 {
+		_ = ss.SetHeader(metadata.Pairs(mdExtensions, strings.Join(act, ",")))
+	}
+	exts := &streamExtensions{sc: sc}
+	defer func() {
+		if md := exts.trailer(); md != nil {
+			ss.SetTrailer(md)
+		}
+	}()
 	for ev, err := range stream {
 		if err != nil {
 			return grpcFailure(ctx, err)
@@ -414,6 +429,7 @@ func (e *Edge) relayGRPC(ctx context.Context, stream service.Stream, ss grpc.Ser
 		if ev.Resp == nil {
 			continue
 		}
+		exts.note(ev.Resp)
 		out, err := pbconv.StreamResponse(ev.Resp)
 		if err != nil {
 			return e.grpcEncodeFailed(ctx, err)

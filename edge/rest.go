@@ -305,7 +305,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request) {
 	) // ended by traceCalls
 	r = r.WithContext(ctx)
 	c := &restCall{call: &call{w: w, r: r, op: rt.op, version: a2a.V10, span: span}, route: rt, media: media, body: body}
-	c.sc = &service.Call{Principal: principalFrom(ctx), Agent: rt.agent, Version: a2a.V10,
+	c.sc = &service.Call{Principal: principalFrom(ctx), Agent: rt.agent, Version: a2a.V10, Extensions: requestedExtensions(r.Header),
 		Log: lazylog.New(e.log).With("method", rt.method, "binding", "http+json"), OnAgent: c.traced, OnTask: c.taskTraced}
 	e.restDispatch(c)
 }
@@ -342,6 +342,9 @@ func (e *Edge) restDispatch(c *restCall) {
 	}
 	if err == nil {
 		result, stream, err = e.restCallService(service.WithCall(c.r.Context(), c.sc), c)
+	}
+	if err == nil {
+		echoExtensions(c.w, a2a.V10, c.sc) // extensions.go
 	}
 	if err == nil && stream != nil {
 		e.writeRESTStream(c, stream)

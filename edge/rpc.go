@@ -89,7 +89,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	c.version = version
 	c.sc = &service.Call{Principal: principal, Agent: r.PathValue("name"), Version: version,
-		Legacy02: isLegacySend(req.Method), Log: lazylog.New(e.log).With("method", req.Method),
+		Extensions: requestedExtensions(r.Header), Legacy02: isLegacySend(req.Method), Log: lazylog.New(e.log).With("method", req.Method),
 		OnAgent: c.traced, OnTask: c.taskTraced}
 	e.dispatch(c)
 }
@@ -174,6 +174,9 @@ func (e *Edge) dispatch(c *call) {
 		result, err = e.svc.GetExtendedAgentCard(ctx, &p)
 	default:
 		err = a2a.ErrMethodNotFound
+	}
+	if err == nil {
+		echoExtensions(c.w, c.version, c.sc) // extensions.go
 	}
 	if err == nil && stream != nil {
 		e.writeStream(c, stream) // sse.go

@@ -29,6 +29,10 @@ type Call struct {
 	// of ListTaskPushNotificationConfigs, the shape a push config is
 	// stored in).
 	Version a2a.Version
+	// Extensions are the extension URIs the client requested (the
+	// A2A-Extensions service parameter; ParseExtensions). After the
+	// method returns, ActivatedExtensions is what to echo (extensions.go).
+	Extensions []string
 	// Legacy02 is a send by a 0.2 method (tasks/send,
 	// tasks/sendSubscribe): its message may lack a messageId, and it may
 	// name a new task itself.
@@ -50,6 +54,8 @@ type Call struct {
 	pinned   bool
 	resolved bool
 	routed   *bus.TaskRecord
+	// activated are the agent's extensions activated for the call.
+	activated []string
 }
 
 // TaskRef names the task a call works on: its ids, and the traceparent of
@@ -141,7 +147,7 @@ func (s *Service) resolve(ctx context.Context, tenant, taskID string, send bool)
 			return c, a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", c.agent)
 		}
 	}
-	return c, nil
+	return c, s.checkRequired(c)
 }
 
 func (s *Service) route(ctx context.Context, c *Call, tenant, taskID string) error {

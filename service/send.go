@@ -59,7 +59,7 @@ func (s *Service) submit(ctx context.Context, c *Call, req *a2a.SendMessageReque
 			cfg.AcceptedOutputModes, c.agent, card.DefaultOutputModes)
 	}
 	turn := tasks.Turn{Agent: c.agent, Owner: c.Principal, Message: *msg, Metadata: req.Metadata,
-		Wait: blocking && !p.returnImmediately()}
+		Extensions: c.Extensions, Wait: blocking && !p.returnImmediately()}
 	if cfg != nil {
 		turn.AcceptedOutputModes = cfg.AcceptedOutputModes
 	}
@@ -130,6 +130,11 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 		if rec, err = s.awaitSettle(ctx, c, p); err != nil {
 			return nil, err
 		}
+	}
+	if st := rec.Task.Status.State; st.Final() || st.Interrupted() {
+		c.activateRecorded(rec) // the turn ran: what its agent activated
+	} else {
+		s.activateDeclared(c) // not yet: what the agent may activate
 	}
 	t := rec.Task.WithHistory(p.historyLength())
 	return &a2a.StreamResponse{Task: &t}, nil

@@ -48,6 +48,7 @@ func (s *Service) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 	if err != nil {
 		return nil, err
 	}
+	s.activateDeclared(c) // the response's headers go out before the agent runs
 	if p.sub.Replay {
 		after, ok, err := s.resumePoint(ctx, c, p.rec, lastEventID)
 		if err != nil {

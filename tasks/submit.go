@@ -37,6 +37,9 @@ type Turn struct {
 	// agent: the request's metadata, the client's accepted media types.
 	Metadata            a2a.Metadata
 	AcceptedOutputModes []string
+	// Extensions are the extension URIs the client requested (the
+	// A2A-Extensions service parameter); they ride on the work item too.
+	Extensions []string
 	// TraceMetadata adds the enqueue span's context to the work item's
 	// metadata (tracing.MetadataKey), beside its traceparent header.
 	TraceMetadata bool

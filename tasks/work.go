@@ -19,7 +19,7 @@ const scope = "github.com/a2amesh/a2amesh/tasks"
 func workItem(rec *bus.TaskRecord, msg *a2a.Message, t *Turn) *bus.WorkItem {
 	item := &bus.WorkItem{
 		TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, Agent: rec.Agent,
-		Message: *msg, Metadata: t.Metadata, AcceptedOutputModes: t.AcceptedOutputModes,
+		Message: *msg, Metadata: t.Metadata, AcceptedOutputModes: t.AcceptedOutputModes, Extensions: t.Extensions,
 		Owner: rec.Owner, Enqueued: a2a.Now(),
 	}
 	item.Message.TaskID, item.Message.ContextID = rec.Task.ID, rec.Task.ContextID

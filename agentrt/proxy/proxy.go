@@ -412,6 +412,13 @@ func (a *Agent) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWr
 		return fmt.Errorf("proxy: loading upstream ids: %w", err)
 	}
 	t := &turn{a: a, req: req, w: w, taskKey: taskKey, up: up}
+	if len(req.Extensions) > 0 {
+		// The client's extensions go upstream; what the upstream echoes
+		// as activated is activated here too, before the events that
+		// follow are recorded (see activate).
+		t.exts = &client.Extensions{Requested: req.Extensions}
+		ctx = client.WithExtensions(ctx, t.exts)
+	}
 	defer t.cancelUpstreamIfCanceled(ctx)
 	if up.TaskID != "" && up.Turn == req.Message.MessageID {
 		// This turn was forwarded before, by a run that died: follow the
@@ -463,6 +470,23 @@ type turn struct {
 	// starts with the task as it was before the turn (still
 	// input-required, say), so only status updates settle it.
 	continuing bool
+	// exts collects the extensions the upstream echoed (nil when the
+	// client requested none).
+	exts *client.Extensions
+}
+
+// activate activates the extensions the upstream echoed so far. An
+// upstream echoes them in its answer's headers, before the events it
+// carries, so they are recorded with the first of those events. What an
+// upstream echoes only in a gRPC stream's trailer, after the stream's last
+// event, is too late for the turn.
+func (t *turn) activate() {
+	if t.exts == nil {
+		return
+	}
+	for _, u := range t.exts.Activated() {
+		t.req.Activate(u)
+	}
 }
 
 // stream forwards with a streaming call and records events as they come.
@@ -650,6 +674,7 @@ func (t *turn) record(ctx context.Context, ev *a2a.StreamResponse, taskSettles b
 	if ev == nil {
 		return nil
 	}
+	t.activate()
 	taskID, ctxID := upstreamIDs(ev)
 	if taskID != "" && (taskID != t.up.TaskID || t.up.Turn != t.req.Message.MessageID) {
 		t.up = upstream{TaskID: taskID, ContextID: ctxID, Turn: t.req.Message.MessageID}
