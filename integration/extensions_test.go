@@ -34,7 +34,9 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
+	"github.com/a2amesh/a2amesh/agentrt/proxy"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -436,4 +438,43 @@ func TestExtensionsOnCards(t *testing.T) {
 	assert.Equal(t, extMust, got[2].URI)
 	assert.True(t, got[2].Required)
 	assert.Equal(t, trace, got[3], "the agent's own extensions first, then the mesh's, never required")
+}
+
+// A proxy worker forwards the requested extensions to its upstream (here
+// the mesh's own ext agent, over JSON-RPC) and activates what the
+// upstream echoes, so the mesh echoes it to the client.
+func TestExtensionsThroughProxy(t *testing.T) {
+	m := startExtMesh(t)
+	guard, err := ssrf.New([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := proxy.New(ctx, proxy.Config{URL: m.URL + "/agents/ext", Name: "px-ext", Guard: guard, Bus: m.Bus()})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}).Run(wctx)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	waitAgent(t, m.URL, "px-ext")
+
+	id := "m-" + uuid.NewString()
+	requested := []string{extActive, tracing.ExtensionURI}
+	r := m.call(t, "/agents/px-ext", "SendMessage", map[string]any{"message": extMessage(id)},
+		map[string]string{"A2A-Extensions": strings.Join(requested, ",")})
+	require.Nil(t, r.Error)
+	assert.Equal(t, "TASK_STATE_COMPLETED", decodeAny(t, r.Result).(map[string]any)["task"].(map[string]any)["status"].(map[string]any)["state"])
+	// The upstream agent got the request under its own message id: find
+	// the one turn it ran.
+	m.seen.mu.Lock()
+	var upstream [][]string
+	for _, v := range m.seen.byMsg {
+		upstream = append(upstream, v)
+	}
+	m.seen.mu.Unlock()
+	require.Len(t, upstream, 1)
+	assert.Equal(t, requested, upstream[0], "the proxy forwarded the requested extensions")
+	assert.ElementsMatch(t, requested, splitExts(r.Header.Get("A2A-Extensions")), "the upstream's activated extension comes back")
 }
