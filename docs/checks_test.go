@@ -284,6 +284,13 @@ func examplesChecks() []*check {
 				t.Errorf("List returned the credentials: %s", b)
 			}
 		}},
+
+		// Extensions: the trace extension requested is echoed.
+		{file: "docs/extensions.md", match: re(`^curl -s -D /dev/stderr .*A2A-Extensions: https://a2amesh\.dev/ext/trace/v1`), fn: func(t *testing.T, _ *session, r result) {
+			if !regexp.MustCompile(`(?mi)^A2A-Extensions: https://a2amesh\.dev/ext/trace/v1\r?$`).MatchString(r.errOut) {
+				t.Errorf("the answer's headers do not echo the trace extension:\n%s", r.errOut)
+			}
+		}},
 	}
 }
 
