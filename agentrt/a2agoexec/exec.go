@@ -108,10 +108,19 @@ func (a *agent) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWr
 	}
 	ec := execContext(req)
 	// The SDK's transports put a call context on every request; executors
-	// may read it with a2asrv.CallContextFrom.
-	ctx, _ = a2asrv.NewCallContext(ctx, ec.ServiceParams)
+	// may read it with a2asrv.CallContextFrom. Its service parameters hold
+	// the requested extensions (a2asrv.Extensions.RequestedURIs); what the
+	// executor activates there is activated on the turn before each event
+	// is recorded, so the edge echoes it.
+	ctx, callCtx := a2asrv.NewCallContext(ctx, ec.ServiceParams)
+	activate := func() {
+		for _, u := range callCtx.Extensions().ActivatedURIs() {
+			req.Activate(u)
+		}
+	}
 	tr := newTracker(ec)
-	err := a.execute(ctx, ec, w, tr, newArtifactIDs(req))
+	err := a.execute(ctx, ec, w, tr, newArtifactIDs(req), activate)
+	activate() // before the worker completes a turn that ended without a final event
 	if !tr.settled {
 		if cutShort(ctx, err) {
 			a.cancel(ctx, ec, tr)
@@ -125,7 +134,7 @@ func (a *agent) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWr
 }
 
 // execute iterates Execute, recording each event.
-func (a *agent) execute(ctx context.Context, ec *a2asrv.ExecutorContext, w agentrt.EventWriter, tr *tracker, ids *artifactIDs) error {
+func (a *agent) execute(ctx context.Context, ec *a2asrv.ExecutorContext, w agentrt.EventWriter, tr *tracker, ids *artifactIDs, activate func()) error {
 	seq := a.exec.Execute(ctx, ec)
 	if seq == nil {
 		return errors.New("a2agoexec: Execute returned no event sequence")
@@ -146,6 +155,7 @@ func (a *agent) execute(ctx context.Context, ec *a2asrv.ExecutorContext, w agent
 			continue
 		}
 		ids.rename(sr)
+		activate()
 		if err := w.Event(sr); err != nil {
 			return err
 		}
@@ -314,9 +324,10 @@ func (a *agent) cleanup(ctx context.Context, ec *a2asrv.ExecutorContext, result 
 
 // execContext builds the ExecutorContext of a turn as the SDK's request
 // handler would: the user message, the task and context ids, the request
-// metadata, an unauthenticated user and empty service parameters (the mesh
-// does not pass the caller's identity or headers to workers), and on a
-// continued turn the stored task.
+// metadata, an unauthenticated user, service parameters holding only the
+// requested extensions (A2A-Extensions; the mesh passes no other header
+// nor the caller's identity to workers), and on a continued turn the
+// stored task.
 func execContext(req *agentrt.Request) *a2asrv.ExecutorContext {
 	msg := toGoMessage(&req.Message)
 	ec := &a2asrv.ExecutorContext{
@@ -326,6 +337,9 @@ func execContext(req *agentrt.Request) *a2asrv.ExecutorContext {
 		Metadata:      copyMetaLoose(req.Metadata),
 		User:          &a2asrv.User{},
 		ServiceParams: a2asrv.NewServiceParams(nil),
+	}
+	if len(req.Extensions) > 0 {
+		ec.ServiceParams = a2asrv.NewServiceParams(map[string][]string{a2ago.SvcParamExtensions: req.Extensions})
 	}
 	if len(req.History) > 0 {
 		ec.StoredTask = storedTask(req, msg)

@@ -13,6 +13,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -559,4 +560,61 @@ func flag(b bool, name string) string {
 		return name
 	}
 	return ""
+}
+
+// extExec activates, through the SDK's own call context, the extension
+// it declares when the client requested it, and answers with what was
+// requested.
+type extExec struct{}
+
+const extURI = "https://example.test/ext/goexec/v1"
+
+func (extExec) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2ago.Event, error] {
+	return func(yield func(a2ago.Event, error) bool) {
+		exts, ok := a2asrv.ExtensionsFrom(ctx)
+		if !ok {
+			yield(nil, errors.New("no call context"))
+			return
+		}
+		ext := &a2ago.AgentExtension{URI: extURI}
+		if exts.Requested(ext) {
+			exts.Activate(ext)
+		}
+		ev := a2ago.NewArtifactEvent(ec, a2ago.NewTextPart("requested: "+strings.Join(exts.RequestedURIs(), ",")))
+		if !yield(ev, nil) {
+			return
+		}
+		yield(a2ago.NewStatusUpdateEvent(ec, a2ago.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (extExec) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2ago.Event, error] {
+	return cancelAsSDK(ctx, ec)
+}
+
+// An executor reads the requested extensions and activates one with the
+// SDK's API (a2asrv.ExtensionsFrom); the mesh echoes it to the client.
+func TestExtensionsThroughExecutor(t *testing.T) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	t.Cleanup(tr.CloseIdleConnections)
+	m := &testMesh{Mesh: meshtest.Start(t), hc: &http.Client{Transport: tr}}
+	c := m.serve(t, "goext", extExec{})
+	for _, requested := range [][]string{{"urn:other", extURI}, {"urn:other"}} {
+		exts := &client.Extensions{Requested: requested}
+		res, err := c.Send(client.WithExtensions(callCtx(t), exts), &a2a.SendMessageRequest{Message: client.TextMessage("hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		requireState(t, res.Task, a2a.StateCompleted)
+		if got, want := partsText(res.Task.Artifacts[0].Parts), "requested: "+strings.Join(requested, ","); got != want {
+			t.Errorf("the executor saw %q, want %q", got, want)
+		}
+		var want []string
+		if slices.Contains(requested, extURI) {
+			want = []string{extURI}
+		}
+		if got := exts.Activated(); !slices.Equal(got, want) {
+			t.Errorf("requested %v: echoed %v, want %v", requested, got, want)
+		}
+	}
 }
