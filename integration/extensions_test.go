@@ -36,6 +36,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/tracing"
 )
@@ -92,6 +93,9 @@ func (a extAgent) Run(_ context.Context, req *agentrt.Request, w agentrt.EventWr
 		if err := w.Artifact(a2a.Artifact{Parts: []a2a.Part{a2a.TextPart("active")}}, false, true); err != nil {
 			return err
 		}
+	}
+	if req.Text() == "ask" {
+		return w.InputRequired("requested: " + strings.Join(req.Extensions, ","))
 	}
 	return w.Complete("requested: " + strings.Join(req.Extensions, ","))
 }
@@ -477,4 +481,66 @@ func TestExtensionsThroughProxy(t *testing.T) {
 	require.Len(t, upstream, 1)
 	assert.Equal(t, requested, upstream[0], "the proxy forwarded the requested extensions")
 	assert.ElementsMatch(t, requested, splitExts(r.Header.Get("A2A-Extensions")), "the upstream's activated extension comes back")
+}
+
+// Each turn of a task echoes its own activations: a turn that requests
+// nothing echoes nothing, though the task's earlier turn activated one.
+func TestExtensionsPerTurn(t *testing.T) {
+	m := startExtMesh(t)
+	msg := extMessage("m-" + uuid.NewString())
+	msg["parts"] = []any{map[string]any{"text": "ask"}}
+	r := m.call(t, "/agents/ext", "SendMessage", map[string]any{"message": msg},
+		map[string]string{"A2A-Extensions": extActive})
+	require.Nil(t, r.Error)
+	task := decodeAny(t, r.Result).(map[string]any)["task"].(map[string]any)
+	require.Equal(t, "TASK_STATE_INPUT_REQUIRED", task["status"].(map[string]any)["state"])
+	assert.Equal(t, extActive, r.Header.Get("A2A-Extensions"))
+
+	next := extMessage("m-" + uuid.NewString())
+	next["taskId"] = task["id"]
+	r = m.call(t, "/agents/ext", "SendMessage", map[string]any{"message": next})
+	require.Nil(t, r.Error)
+	task = decodeAny(t, r.Result).(map[string]any)["task"].(map[string]any)
+	require.Equal(t, "TASK_STATE_COMPLETED", task["status"].(map[string]any)["state"])
+	assert.Empty(t, r.Header.Values("A2A-Extensions"), "the second turn activated nothing")
+}
+
+// The mesh's Go client requests extensions and reads the echo on every
+// binding it speaks (what proxy workers rely on).
+func TestExtensionsGoClient(t *testing.T) {
+	m := startExtMesh(t)
+	for _, tc := range []struct {
+		name string
+		opts []client.Option
+		url  string
+	}{
+		{"JSON-RPC 1.0", nil, m.URL + "/agents/ext"},
+		{"JSON-RPC 0.3", []client.Option{client.WithProtocolVersion("0.3")}, m.URL + "/agents/ext"},
+		{"HTTP+JSON", []client.Option{client.WithBinding(a2a.BindingHTTPJSON)}, m.URL + "/agents/ext"},
+		{"gRPC", []client.Option{client.WithBinding(a2a.BindingGRPC), client.WithTenant("ext")}, m.GRPCAddr()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := client.New(tc.url, tc.opts...)
+			t.Cleanup(func() { _ = c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
+			defer cancel()
+			exts := &client.Extensions{Requested: []string{extActive, extIdle}}
+			res, err := c.Send(client.WithExtensions(ctx, exts), &a2a.SendMessageRequest{Message: client.TextMessage("hi")})
+			require.NoError(t, err)
+			require.NotNil(t, res.Task)
+			assert.Equal(t, []string{extActive}, exts.Activated(), "a blocking send: what the agent activated")
+
+			exts = &client.Extensions{Requested: []string{extActive, extIdle}}
+			s, err := c.Stream(client.WithExtensions(ctx, exts), &a2a.SendMessageRequest{Message: client.TextMessage("hi")})
+			require.NoError(t, err)
+			assert.Equal(t, []string{extActive, extIdle}, exts.Activated(), "a stream's header: what the card declares")
+			for i := 0; i < 50; i++ {
+				if _, err := s.Next(); err != nil {
+					require.ErrorIs(t, err, io.EOF)
+					break
+				}
+			}
+			_ = s.Close()
+		})
+	}
 }
