@@ -63,7 +63,8 @@ func (s *extSeen) get(msgID string) ([]string, bool) {
 }
 
 // extAgent declares extActive and extIdle (and, when strict, extMust as
-// required), records what it was asked for and activates extActive.
+// required), records what it was asked for and activates extActive
+// (unless the message says "quiet"); a message "ask" asks for input.
 type extAgent struct {
 	strict bool
 	seen   *extSeen
@@ -88,7 +89,7 @@ func (a extAgent) Run(_ context.Context, req *agentrt.Request, w agentrt.EventWr
 	if err := w.Working("looking"); err != nil {
 		return err
 	}
-	if req.Activate(extActive) {
+	if req.Text() != "quiet" && req.Activate(extActive) {
 		// the activation is recorded with the next event, this artifact
 		if err := w.Artifact(a2a.Artifact{Parts: []a2a.Part{a2a.TextPart("active")}}, false, true); err != nil {
 			return err
@@ -483,8 +484,9 @@ func TestExtensionsThroughProxy(t *testing.T) {
 	assert.ElementsMatch(t, requested, splitExts(r.Header.Get("A2A-Extensions")), "the upstream's activated extension comes back")
 }
 
-// Each turn of a task echoes its own activations: a turn that requests
-// nothing echoes nothing, though the task's earlier turn activated one.
+// Each turn of a task echoes its own activations: a turn whose agent
+// activates nothing echoes nothing, though the task's earlier turn
+// activated the extension it requests again.
 func TestExtensionsPerTurn(t *testing.T) {
 	m := startExtMesh(t)
 	msg := extMessage("m-" + uuid.NewString())
@@ -498,7 +500,9 @@ func TestExtensionsPerTurn(t *testing.T) {
 
 	next := extMessage("m-" + uuid.NewString())
 	next["taskId"] = task["id"]
-	r = m.call(t, "/agents/ext", "SendMessage", map[string]any{"message": next})
+	next["parts"] = []any{map[string]any{"text": "quiet"}}
+	r = m.call(t, "/agents/ext", "SendMessage", map[string]any{"message": next},
+		map[string]string{"A2A-Extensions": extActive})
 	require.Nil(t, r.Error)
 	task = decodeAny(t, r.Result).(map[string]any)["task"].(map[string]any)
 	require.Equal(t, "TASK_STATE_COMPLETED", task["status"].(map[string]any)["state"])
