@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 // The client commands speak every binding the card lists: --binding rest
@@ -67,4 +68,23 @@ func TestCLIBindingNotOffered(t *testing.T) {
 	_, _, err := runCLI(t, cliSend, "", "--url", m.URL, "--binding", "grpc", "hi")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "lists no GRPC interface")
+}
+
+// --extensions requests extensions on every binding, and stderr says
+// which the answer named: here the mesh's own trace extension.
+func TestCLIExtensions(t *testing.T) {
+	m := meshtest.Start(t, meshtest.WithGRPC())
+	for _, b := range []string{"jsonrpc", "rest", "grpc"} {
+		t.Run(b, func(t *testing.T) {
+			_, errOut, err := runCLI(t, cliSend, "", "--url", m.URL, "--binding", b,
+				"--extensions", "urn:none, "+tracing.ExtensionURI, "hi")
+			require.NoError(t, err)
+			assert.Contains(t, errOut, "extensions activated: "+tracing.ExtensionURI+"\n")
+
+			_, errOut, err = runCLI(t, cliStream, "", "--url", m.URL, "--binding", b, "--agent", "slow",
+				"--extensions", "urn:none", "chunks=1 delay=10ms")
+			require.NoError(t, err)
+			assert.Contains(t, errOut, "extensions activated: none\n")
+		})
+	}
 }

@@ -342,6 +342,7 @@ type sendFlags struct {
 	taskID      string
 	noWait      bool
 	lastEventID string
+	extensions  string
 }
 
 func newSendFlags(name, args, desc string) *sendFlags {
@@ -354,7 +355,38 @@ func newSendFlags(name, args, desc string) *sendFlags {
 		taskHelp = "with TEXT, reply to this task, which must be waiting for input; without TEXT,\nfollow it (default: a new task)"
 	}
 	f.fs.StringVar(&f.taskID, "task", "", taskHelp)
+	f.fs.StringVar(&f.extensions, "extensions", "",
+		"request these extensions (comma-separated URIs, sent as A2A-Extensions); stderr says\nwhich the answer names as activated")
 	return f
+}
+
+// withExtensions returns ctx requesting --extensions, and the Extensions
+// that collect what the answer echoes (nil without the flag).
+func (f *sendFlags) withExtensions(ctx context.Context) (context.Context, *client.Extensions) {
+	var uris []string
+	for _, u := range strings.Split(f.extensions, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			uris = append(uris, u)
+		}
+	}
+	if len(uris) == 0 {
+		return ctx, nil
+	}
+	e := &client.Extensions{Requested: uris}
+	return client.WithExtensions(ctx, e), e
+}
+
+// activated says on stderr which requested extensions the answer named.
+func (c *cli) activated(e *client.Extensions) {
+	if e == nil {
+		return
+	}
+	act := e.Activated()
+	if len(act) == 0 {
+		fmt.Fprintln(c.errOut, "extensions activated: none")
+		return
+	}
+	fmt.Fprintln(c.errOut, "extensions activated: "+strings.Join(act, ", "))
 }
 
 // taskAgentHelp is --agent's help for the commands on an existing task.
@@ -439,10 +471,12 @@ func cliSend(c *cli, ctx context.Context, args []string) error {
 		return explain(ctx, err, endpoint, f.commonFlags)
 	}
 	defer cl.Close()
-	res, err := cl.Send(ctx, f.request(text))
+	sctx, exts := f.withExtensions(ctx)
+	res, err := cl.Send(sctx, f.request(text))
 	if err != nil {
 		return explain(ctx, err, endpoint, f.commonFlags)
 	}
+	c.activated(exts)
 	if f.json {
 		if err := writeJSON(c.out, res, true); err != nil {
 			return err
@@ -549,18 +583,20 @@ func cliStream(c *cli, ctx context.Context, args []string) error {
 	}
 	defer cl.Close()
 	var s *client.Stream
+	sctx, exts := f.withExtensions(ctx)
 	if len(pos) == 0 {
-		s, err = cl.Subscribe(ctx, f.taskID, f.lastEventID)
+		s, err = cl.Subscribe(sctx, f.taskID, f.lastEventID)
 	} else {
 		text, terr := c.messageText(pos)
 		if terr != nil {
 			return terr
 		}
-		s, err = cl.Stream(ctx, f.request(text))
+		s, err = cl.Stream(sctx, f.request(text))
 	}
 	if err != nil {
 		return explain(ctx, err, endpoint, f.commonFlags)
 	}
+	c.activated(exts) // a stream's header: what the agent may activate (docs/extensions.md)
 	defer s.Close()
 
 	p := &streamPrinter{w: c.out, json: f.json, taskID: f.taskID}
