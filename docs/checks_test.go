@@ -291,6 +291,11 @@ func examplesChecks() []*check {
 				t.Errorf("the answer's headers do not echo the trace extension:\n%s", r.errOut)
 			}
 		}},
+		{file: "docs/extensions.md", match: re(`^a2amesh send --extensions https://a2amesh\.dev/ext/trace/v1`), fn: func(t *testing.T, _ *session, r result) {
+			if !strings.Contains(r.errOut, "extensions activated: https://a2amesh.dev/ext/trace/v1\n") {
+				t.Errorf("send does not say the trace extension was activated:\n%s", r.errOut)
+			}
+		}},
 	}
 }
 
