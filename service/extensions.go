@@ -30,9 +30,9 @@ import (
 
 // MeshExtensions are the extensions the mesh itself implements for every
 // agent; every card the edge serves lists them (none is required).
-func MeshExtensions() []a2a.AgentExtension {
-	return []a2a.AgentExtension{tracing.Extension()}
-}
+func MeshExtensions() []a2a.AgentExtension { return slices.Clone(meshExtensions) }
+
+var meshExtensions = []a2a.AgentExtension{tracing.Extension()}
 
 // ParseExtensions reads A2A-Extensions values (each a comma-separated
 // list of URIs, as a header may repeat) into a list without blanks or
@@ -80,8 +80,11 @@ func (c *Call) ActivatedBy(recorded []string) []string {
 
 // echo is the mesh's requested extensions, then agent's.
 func (c *Call) echo(agent []string) []string {
+	if len(c.Extensions) == 0 {
+		return nil // most calls: nothing requested, nothing to echo
+	}
 	var out []string
-	for _, e := range MeshExtensions() {
+	for _, e := range meshExtensions {
 		if slices.Contains(c.Extensions, e.URI) {
 			out = append(out, e.URI)
 		}
