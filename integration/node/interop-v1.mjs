@@ -3,7 +3,7 @@
 // Prints one JSON line per check; exits 1 if any check failed.
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from 'a2a-v1';
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } from 'a2a-v1/client';
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, ServiceParameters, withA2AExtensions } from 'a2a-v1/client';
 import { baseUrlFromArgv, errorCode, fail, readStream, runChecks, sleep, startReceiver } from './lib/check.mjs';
 
 const base = baseUrlFromArgv();
@@ -124,6 +124,34 @@ await runChecks([
     if (artifactText(task) !== text) fail(`artifact text ${JSON.stringify(artifactText(task))}, want ${JSON.stringify(text)}`);
     state.echo = { task, text };
     return `task=${task.id}`;
+  }],
+
+  ['extensions-requested-and-echoed', async (signal) => {
+    // The mesh's trace extension is on every card; requested through the
+    // SDK's service parameters (A2A-Extensions), the answer echoes it.
+    const TRACE = 'https://a2amesh.dev/ext/trace/v1';
+    const card = await new DefaultAgentCardResolver().resolve(cardUrl('echo'), '');
+    const ext = (card.capabilities?.extensions ?? []).find((e) => e.uri === TRACE);
+    if (!ext || ext.required) fail(`the card lists no optional ${TRACE}: ${JSON.stringify(card.capabilities?.extensions)}`);
+    const c = await client('echo');
+    const seen = { sent: null, echoed: null };
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = async (url, init) => {
+      seen.sent = new Headers(init?.headers).get('A2A-Extensions');
+      const res = await realFetch(url, init);
+      seen.echoed = res.headers.get('A2A-Extensions');
+      return res;
+    };
+    try {
+      const task = asTask(await c.sendMessage({ message: userMessage('with extensions') },
+        { signal, serviceParameters: ServiceParameters.create(withA2AExtensions(TRACE)) }), 'SendMessage');
+      expectState(task, TaskState.TASK_STATE_COMPLETED, 'SendMessage');
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    if (seen.sent !== TRACE) fail(`the SDK sent A2A-Extensions ${JSON.stringify(seen.sent)}`);
+    if (seen.echoed !== TRACE) fail(`the answer echoed A2A-Extensions ${JSON.stringify(seen.echoed)}, want ${TRACE}`);
+    return `echoed=${seen.echoed}`;
   }],
 
   ['get-task', async (signal) => {
