@@ -10,8 +10,9 @@
 // call addresses (the transport's, the request's tenant, else the agent of
 // the task it names, else the default agent), who may see a task (its
 // owner, and only through its agent when the call names one), history
-// trimming, the blocking bound of SendMessage, and how a stream resumes
-// after a Last-Event-ID.
+// trimming, the blocking bound of SendMessage, how a stream resumes
+// after a Last-Event-ID, and extensions: a required one the call does not
+// request is refused, and the Call says which to echo (extensions.go).
 //
 // Who calls and whom travels in the context as a *Call (WithCall): the
 // principal the transport authenticated, the agent its route names, and
