@@ -548,3 +548,15 @@ func TestExtensionsGoClient(t *testing.T) {
 		})
 	}
 }
+
+// A send answered before its turn ran (returnImmediately) echoes what the
+// agent's card declares of the requested extensions, as a stream's header
+// does: the agent has not activated anything yet.
+func TestExtensionsReturnImmediately(t *testing.T) {
+	m := startExtMesh(t)
+	r := m.call(t, "/agents/ext", "SendMessage", map[string]any{"message": extMessage("m-" + uuid.NewString()),
+		"configuration": map[string]any{"returnImmediately": true}},
+		map[string]string{"A2A-Extensions": extIdle + "," + extOther})
+	require.Nil(t, r.Error)
+	assert.Equal(t, extIdle, r.Header.Get("A2A-Extensions"))
+}
