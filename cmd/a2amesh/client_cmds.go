@@ -356,7 +356,7 @@ func newSendFlags(name, args, desc string) *sendFlags {
 	}
 	f.fs.StringVar(&f.taskID, "task", "", taskHelp)
 	f.fs.StringVar(&f.extensions, "extensions", "",
-		"request these extensions (comma-separated URIs, sent as A2A-Extensions); stderr says\nwhich the answer names as activated")
+		"request these extensions (comma-separated URIs, sent as A2A-Extensions); stderr says\nwhich the answer names as activated (default: none)")
 	return f
 }
 
