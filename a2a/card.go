@@ -56,6 +56,14 @@ type AgentSkill struct {
 	OutputModes []string `json:"outputModes,omitempty"`
 }
 
+// AgentCardSignature is a JWS (RFC 7515) of a card in the flattened JSON
+// form, without its payload, which is the card itself (spec §8.4.2).
+type AgentCardSignature struct {
+	Protected string         `json:"protected"`
+	Signature string         `json:"signature"`
+	Header    map[string]any `json:"header,omitempty"`
+}
+
 // AgentCard describes an agent. The mesh serves one JSON document readable
 // by both 1.0 clients (supportedInterfaces) and 0.3 clients (url,
 // protocolVersion, preferredTransport, additionalInterfaces); each ignores
@@ -74,6 +82,9 @@ type AgentCard struct {
 	DefaultOutputModes  []string                  `json:"defaultOutputModes"`
 	Skills              []AgentSkill              `json:"skills"`
 	IconURL             string                    `json:"iconUrl,omitempty"`
+	// Signatures are JWS signatures of the card (spec §8.4; package
+	// internal/cardsig).
+	Signatures []AgentCardSignature `json:"signatures,omitempty"`
 
 	// 0.3 compatibility fields.
 	ProtocolVersion                   string                `json:"protocolVersion,omitempty"`

@@ -1,11 +1,7 @@
 package edge
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,6 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
@@ -68,6 +65,9 @@ type Config struct {
 	// methods from its store and /.well-known/jwks.json from its key set,
 	// and waits for it to run before it is ready (nil: push off).
 	PushDeliverer *push.Deliverer
+	// CardKeys, when set, are the keys cards are signed with (the same on
+	// every edge); nil: the key set kept in NATS (cardsign.go).
+	CardKeys *cardsig.Keys
 	// Metrics, when set, records the edge's metrics and serves them on
 	// GET /metrics (public, like /healthz: counts only, no task data).
 	Metrics *metrics.Metrics
@@ -85,6 +85,8 @@ type Edge struct {
 	// binding goes through; the JSON-RPC handler (rpc.go) is a codec
 	// over it.
 	svc *service.Service
+
+	cardSigner *cardSigner // the keys cards are signed with (cardsign.go)
 
 	limiter *limiter // nil: no rate limit (limit.go)
 	// pusher is the push deliverer its host runs (Config.PushDeliverer;
@@ -137,6 +139,7 @@ func New(cfg Config) *Edge {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
 	e.pusher = cfg.PushDeliverer
+	e.cardSigner = &cardSigner{static: cfg.CardKeys, bus: cfg.Bus}
 	e.svc = service.New(service.Config{
 		Bus: cfg.Bus, Agents: cfg.Registry,
 		Tasks:           tasks.New(cfg.Bus, tasks.Config{IdempotencyWindow: cfg.IdempotencyWindow}),
@@ -168,7 +171,7 @@ func (e *Edge) routes() {
 	e.mux.Handle("POST /a2a", rpc)
 	e.mux.Handle("POST /a2a/{$}", rpc)
 	e.mux.Handle("POST /{$}", rpc)
-	e.mux.HandleFunc("GET /.well-known/jwks.json", e.serveJWKS) // push signatures (push.go)
+	e.mux.HandleFunc("GET "+JWKSPath, e.serveKeySet) // card and push signatures (cardsign.go)
 	e.mux.HandleFunc("GET /healthz", e.serveHealth)
 	e.mux.HandleFunc("GET /livez", serveLive)
 	if e.cfg.Metrics != nil {
@@ -297,7 +300,7 @@ func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no live agent named " + name})
 		return
 	}
-	writeCard(w, r, e.agentCard(r, name, c))
+	e.writeCard(w, r, e.agentCard(r, name, c))
 }
 
 func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
@@ -307,9 +310,14 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 	entries := e.reg.Agents()
 	cards := make([]a2a.AgentCard, 0, len(entries))
 	for _, en := range entries {
-		cards = append(cards, e.agentCard(r, en.Agent, en.Card))
+		c, err := e.signCard(r, e.agentCard(r, en.Agent, en.Card))
+		if err != nil {
+			e.cardUnavailable(w, err)
+			return
+		}
+		cards = append(cards, c)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": cards})
+	e.writeCached(w, r, map[string]any{"agents": cards}, cardMaxAge)
 }
 
 // serveMeshCard is the card of the mesh itself: one interface, /a2a,
@@ -338,48 +346,18 @@ func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
 		DefaultOutputModes:                []string{"text/plain", "application/json"},
 		Skills:                            skills,
 	}
-	writeCard(w, r, e.finishCard(c.WithEndpoint(base+"/a2a", "", "").WithBindings(e.moreBindings(base, "")...)))
+	e.writeCard(w, r, e.finishCard(c.WithEndpoint(base+"/a2a", "", "").WithBindings(e.moreBindings(base, "")...)))
 }
 
-// cardMaxAge is how long clients may cache a card: short, because the mesh
-// card lists the live agents.
-const cardMaxAge = 60 * time.Second
-
-// writeCard serves a card with the caching headers the spec recommends
-// (§8.6.1): Cache-Control with max-age, and an ETag, honouring
-// If-None-Match with 304 Not Modified.
-func writeCard(w http.ResponseWriter, r *http.Request, card a2a.AgentCard) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(card); err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+// writeCard serves card signed (cardsign.go), with the caching headers
+// of cardcache.go.
+func (e *Edge) writeCard(w http.ResponseWriter, r *http.Request, card a2a.AgentCard) {
+	card, err := e.signCard(r, card)
+	if err != nil {
+		e.cardUnavailable(w, err)
 		return
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := w.Header()
-	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(cardMaxAge.Seconds())))
-	h.Set("ETag", etag)
-	if etagMatches(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
-}
-
-// etagMatches reports whether an If-None-Match header matches etag
-// (weak comparison, as RFC 9110 asks for If-None-Match).
-func etagMatches(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
-			return true
-		}
-	}
-	return false
+	e.writeCached(w, r, card, cardMaxAge)
 }
 
 // finishCard adds what every card of this edge says the same way: push

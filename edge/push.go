@@ -2,8 +2,6 @@ package edge
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"strings"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -78,27 +76,6 @@ func (e *Edge) pushStore() (*push.Store, error) {
 		return nil, errPushStarting
 	}
 	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// serveJWKS serves the public key set push signatures verify with.
-func (e *Edge) serveJWKS(w http.ResponseWriter, r *http.Request) {
-	_, err := e.pushStore()
-	if errors.Is(err, errPushStarting) {
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "push notifications are starting (waiting for NATS)"})
-		return
-	}
-	if err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "push notifications are not enabled"})
-		return
-	}
-	set, ok := e.pusher.JWKS()
-	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "push notifications are not enabled"})
-		return
-	}
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSON(w, http.StatusOK, set)
 }
 
 // ---- JSON-RPC: the push-config methods ----
