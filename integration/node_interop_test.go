@@ -96,11 +96,11 @@ func TestNodeSDKInterop(t *testing.T) {
 	}
 }
 
-func runNodeChecks(t *testing.T, node, dir, script, url string) {
+func runNodeChecks(t *testing.T, node, dir, script, url string, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), nodeScriptTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, node, script, url)
+	cmd := exec.CommandContext(ctx, node, append([]string{script, url}, args...)...)
 	cmd.Dir = dir
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -143,7 +143,8 @@ func (m *rawMesh) jwks(t testing.TB) pushsig.JWKSet {
 	require.Equal(t, http.StatusOK, status, "jwks: %s", body)
 	var set pushsig.JWKSet
 	require.NoError(t, json.Unmarshal(body, &set))
-	require.Len(t, set.Keys, 1)
+	// The push key and the card signing key (docs/cards.md).
+	require.Len(t, set.Keys, 2)
 	return set
 }
 
