@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -37,6 +38,18 @@ func (b *Bus) CardKeyStore(ctx context.Context) (*CardKeys, error) {
 		return nil, fmt.Errorf("bus: bucket %s: %w", BucketCardKeys, err)
 	}
 	return &CardKeys{kv: kv}, nil
+}
+
+// OpenCardKeys opens (creating on first use, with replicas) the card key
+// bucket on nc without opening the rest of the mesh's layout, whose
+// settings it leaves alone: for tools that only manage the keys.
+func OpenCardKeys(ctx context.Context, nc *nats.Conn, replicas int) (*CardKeys, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	b := &Bus{nc: nc, js: js, cfg: Config{Replicas: replicas}.withDefaults()}
+	return b.CardKeyStore(ctx)
 }
 
 // Load returns the stored key set and its revision; ErrKeyNotFound when

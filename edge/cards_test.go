@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/internal/natstest"
@@ -162,7 +163,7 @@ func TestCardKeyRotation(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rotated, err := cardsig.Rotate(ctx, m.Bus)
+	rotated, err := cardsig.Rotate(ctx, cardStore(t, m.Bus))
 	require.NoError(t, err)
 	ids := rotated.KeyIDs()
 	require.Equal(t, old[0], ids[0])
@@ -189,7 +190,7 @@ func TestCardKeyRotation(t *testing.T) {
 		assert.True(t, (err0 == nil) != (err1 == nil), "key %d verifies exactly one signature: %v, %v", i, err0, err1)
 	}
 
-	_, err = cardsig.Retire(ctx, m.Bus)
+	_, err = cardsig.Retire(ctx, cardStore(t, m.Bus))
 	require.NoError(t, err)
 	require.True(t, natstest.Eventually(ctx, 8*time.Second, func() bool {
 		_, _, doc = m.do(t, http.MethodGet, path, nil)
@@ -299,4 +300,14 @@ func TestCardETagFollowsRegistry(t *testing.T) {
 		}
 	}
 	assert.Equal(t, etags(a), etags(b), "both edges serve the same bytes again")
+}
+
+// cardStore opens the card key bucket of b.
+func cardStore(t *testing.T, b *bus.Bus) *bus.CardKeys {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := b.CardKeyStore(ctx)
+	require.NoError(t, err)
+	return st
 }

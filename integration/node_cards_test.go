@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/stretchr/testify/require"
@@ -25,10 +26,20 @@ func TestNodeSDKVerifiesCards(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := cardsig.Rotate(ctx, m.Bus())
+	_, err := cardsig.Rotate(ctx, cardStore(t, m.Bus()))
 	require.NoError(t, err)
 	time.Sleep(3 * time.Second) // past the edge's key recheck interval (2 s)
 	t.Run("rotation", func(t *testing.T) {
 		runNodeChecks(t, node, dir, "cards.mjs", m.URL, "2")
 	})
+}
+
+// cardStore opens the card key bucket of b.
+func cardStore(t *testing.T, b *bus.Bus) *bus.CardKeys {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := b.CardKeyStore(ctx)
+	require.NoError(t, err)
+	return st
 }

@@ -20,6 +20,7 @@ type edgeFlags struct {
 	grpcListen, publicGRPCURL             *string
 	keepAlive, idemWindow                 *time.Duration
 	strictCards                           *bool
+	cardKeys                              *string
 	authFile                              *string
 	rateLimit                             *float64
 	rateBurst                             *int
@@ -78,6 +79,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		keepAlive:     fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),
 		idemWindow:    fs.Duration("idempotency-window", envDuration("A2AMESH_IDEMPOTENCY_WINDOW", 2*time.Minute), "a send repeating a messageId within this window returns the earlier task; 0 turns it off (env A2AMESH_IDEMPOTENCY_WINDOW)"),
 		strictCards:   fs.Bool("strict-cards", os.Getenv("A2AMESH_STRICT_CARDS") == "true", "serve cards with the 1.0 fields only, without the 0.3 compatibility fields (env A2AMESH_STRICT_CARDS)"),
+		cardKeys:      fs.String("card-signing-key", envOr("A2AMESH_CARD_SIGNING_KEY", ""), "PEM files of the ECDSA P-256 keys agent cards are signed with, comma-separated, oldest first, at most 2 (two during a rotation: cards then carry a signature by each); the same on every edge (env A2AMESH_CARD_SIGNING_KEY; default: the key set kept in NATS, bucket A2A_CARD_KEYS, created by the first edge and rotated with `a2amesh card-keys`; see docs/cards.md)"),
 		authFile:      fs.String("auth-file", envOr("A2AMESH_AUTH_FILE", ""), `require credentials: a file of "principal secret" lines (# comments; secrets of 16+ characters), mode 600; each secret works as x-api-key or Authorization: Bearer; a file without credentials is an error, not an open edge (env A2AMESH_AUTH_FILE; A2AMESH_API_KEYS="alice:secret,bob:secret" also works; default: no auth)`),
 		// Rate limiting is off by default, for dev and edge alike: without
 		// auth every client behind one NAT, proxy or ingress is one IP and
@@ -135,6 +137,9 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 		return c, err
 	}
 	c.Push = push
+	if c.CardKeys, err = loadCardKeys(*f.cardKeys); err != nil {
+		return c, err
+	}
 	auth, err := loadAuth(*f.authFile, os.Getenv("A2AMESH_API_KEYS"), log)
 	if err != nil {
 		return c, err
