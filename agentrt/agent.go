@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/registry"
 	"github.com/google/uuid"
 )
 
@@ -17,6 +18,13 @@ type Agent interface {
 	// an error fails it (the error text goes to the log, not the client).
 	// ctx ends when the task is canceled, times out or the worker stops.
 	Run(ctx context.Context, req *Request, w EventWriter) error
+}
+
+// CardChecker is implemented by agents whose card comes from elsewhere
+// (proxy workers): CardCheck says what was verified of its signatures,
+// and is registered with the card at every heartbeat.
+type CardChecker interface {
+	CardCheck() *registry.CardCheck
 }
 
 // Request is one user turn of a task, as an agent sees it.

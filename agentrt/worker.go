@@ -183,7 +183,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := registry.Publish(ctx, w.Bus, registry.Entry{Agent: w.Name, Instance: w.Instance}, card, w.Logger); err != nil {
+		entry := registry.Entry{Agent: w.Name, Instance: w.Instance}
+		if cc, ok := w.Agent.(CardChecker); ok { // a proxy: what it verified of its upstream's card
+			entry.Check = cc.CardCheck
+		}
+		if err := registry.Publish(ctx, w.Bus, entry, card, w.Logger); err != nil {
 			w.Logger.Error("registry publish failed", "err", err)
 		}
 	}()

@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 // Every card the edge serves is signed (spec §8.4; internal/cardsig): the
@@ -169,4 +170,21 @@ func (e *Edge) cardUnavailable(w http.ResponseWriter, err error) {
 		return
 	}
 	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+}
+
+// agentList is the document of GET /agents: the cards, and what proxy
+// workers verified of their upstream cards' signatures, by agent
+// ("cardChecks", left out when no agent is a proxy).
+func agentList(cards []a2a.AgentCard, entries []registry.Entry) map[string]any {
+	doc := map[string]any{"agents": cards}
+	checks := map[string]*registry.CardCheck{}
+	for _, en := range entries {
+		if en.CardCheck != nil {
+			checks[en.Agent] = en.CardCheck
+		}
+	}
+	if len(checks) > 0 {
+		doc["cardChecks"] = checks
+	}
+	return doc
 }

@@ -317,7 +317,7 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 		}
 		cards = append(cards, c)
 	}
-	e.writeCached(w, r, map[string]any{"agents": cards}, cardMaxAge)
+	e.writeCached(w, r, agentList(cards, entries), cardMaxAge)
 }
 
 // serveMeshCard is the card of the mesh itself: one interface, /a2a,

@@ -54,6 +54,11 @@ type Entry struct {
 	// Server is the id of the NATS server the connection was on when the
 	// entry was renewed (a hint until a probe answers with its server).
 	Server string `json:"server,omitempty"`
+	// CardCheck is what a proxy worker verified of its upstream's card
+	// signatures (nil: not a proxy, or a release before it).
+	CardCheck *CardCheck `json:"cardCheck,omitempty"`
+	// Check, when set, gives CardCheck at each renewal (Publish).
+	Check func() *CardCheck `json:"-"`
 }
 
 func key(agent, instance string) string { return agent + "." + instance }
@@ -102,6 +107,9 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 	put := func() error {
 		if card != nil {
 			e.Card = card()
+		}
+		if e.Check != nil {
+			e.CardCheck = e.Check()
 		}
 		e.Beat = time.Now()
 		e.Server = b.ServerID()

@@ -46,6 +46,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/tracing"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -66,6 +67,11 @@ type Config struct {
 	// Header is added to every upstream request (for example the
 	// upstream's own Authorization).
 	Header http.Header
+	// RequireSignedCard refuses an upstream card without a signature that
+	// verifies with a key of the JWK Set its jku names on the card's own
+	// origin (cardcheck.go): New fails, and a refreshed card that does not
+	// verify is not registered.
+	RequireSignedCard bool
 	// Bus holds the upstream id mappings.
 	Bus    *bus.Bus
 	Logger *slog.Logger
@@ -81,9 +87,12 @@ var ErrUnavailable = errors.New("agent unavailable")
 type Agent struct {
 	name      string
 	card      atomic.Pointer[a2a.AgentCard] // replaced by RefreshCard
-	url       string                        // where the card was fetched
-	cardOpts  []client.Option               // how to fetch it again
-	iface     upstreamInterface             // where and how it forwards
+	check     atomic.Pointer[registry.CardCheck]
+	checker   *cardChecker
+	require   bool              // Config.RequireSignedCard
+	url       string            // where the card was fetched
+	cardOpts  []client.Option   // how to fetch it again
+	iface     upstreamInterface // where and how it forwards
 	streaming bool
 	cl        *client.Client
 	kv        bus.KV
@@ -119,9 +128,17 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			opts = append(opts, client.WithHeader(k, v))
 		}
 	}
-	card, err := fetchCard(ctx, cfg.URL, opts)
+	card, raw, cardURL, err := fetchCard(ctx, cfg.URL, opts)
 	if err != nil {
 		return nil, err
+	}
+	checker := newCardChecker(cfg.Guard)
+	check, checkErr := checker.check(ctx, raw, cardURL)
+	if checkErr != nil && cfg.RequireSignedCard {
+		if errors.Is(checkErr, errJWKSUnavailable) {
+			checkErr = fmt.Errorf("%w: %w", ErrUnavailable, checkErr)
+		}
+		return nil, fmt.Errorf("proxy: agent card %s (--require-signed-card): %s: %w", cardURL, check.Status, checkErr)
 	}
 	iface, err := pickInterface(card)
 	if err != nil {
@@ -153,6 +170,8 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a := &Agent{
 		name:      name,
 		url:       cfg.URL,
+		checker:   checker,
+		require:   cfg.RequireSignedCard,
 		cardOpts:  cardOpts,
 		iface:     iface,
 		streaming: card.Capabilities.Streaming != nil && *card.Capabilities.Streaming,
@@ -162,7 +181,8 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	mc := meshCard(*card, name)
 	a.card.Store(&mc)
-	a.log.Info("proxying agent", "protocol", iface.Version, "streaming", a.streaming)
+	a.check.Store(check)
+	a.log.Info("proxying agent", "protocol", iface.Version, "streaming", a.streaming, "card_signature", check.Status)
 	return a, nil
 }
 
@@ -198,9 +218,13 @@ func withTraceMD(ctx context.Context) context.Context {
 // at start: a card naming another interface is logged, and takes a
 // restart.
 func (a *Agent) RefreshCard(ctx context.Context) error {
-	card, err := fetchCard(ctx, a.url, a.cardOpts)
+	card, raw, cardURL, err := fetchCard(ctx, a.url, a.cardOpts)
 	if err != nil {
 		return err
+	}
+	check, checkErr := a.checker.check(ctx, raw, cardURL)
+	if checkErr != nil && a.require {
+		return fmt.Errorf("proxy: agent card %s (--require-signed-card): %s: %w", cardURL, check.Status, checkErr)
 	}
 	if in, err := pickInterface(card); err != nil || in != a.iface {
 		a.log.Warn("the agent's card names another interface now; restart the worker to forward there",
@@ -209,6 +233,9 @@ func (a *Agent) RefreshCard(ctx context.Context) error {
 	mc := meshCard(*card, a.name)
 	if old := a.card.Swap(&mc); !reflect.DeepEqual(*old, mc) {
 		a.log.Info("agent card changed upstream; registering the new one")
+	}
+	if old := a.check.Swap(check); old.Status != check.Status {
+		a.log.Info("the agent card's signature check changed", "was", old.Status, "now", check.Status, "err", check.Error)
 	}
 	return nil
 }
@@ -234,23 +261,38 @@ func (a *Agent) WatchCard(ctx context.Context, every time.Duration) error {
 }
 
 // fetchCard reads the card at url (or the agent's well-known card), trying
-// the pre-0.3 /.well-known/agent.json when agent-card.json is missing.
-func fetchCard(ctx context.Context, url string, opts []client.Option) (*a2a.AgentCard, error) {
+// the pre-0.3 /.well-known/agent.json when agent-card.json is missing. It
+// returns the card, the document as served (for its signatures) and the
+// URL it came from.
+func fetchCard(ctx context.Context, url string, opts []client.Option) (*a2a.AgentCard, []byte, string, error) {
 	cardURL := client.CardURL(url)
-	card, err := client.Card(ctx, cardURL, opts...)
+	card, raw, err := readCard(ctx, cardURL, opts)
 	var he *client.HTTPError
 	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound && !client.IsCardURL(url) {
-		if c, err2 := client.Card(ctx, strings.TrimSuffix(cardURL, "agent-card.json")+"agent.json", opts...); err2 == nil {
-			return c, nil
+		old := strings.TrimSuffix(cardURL, "agent-card.json") + "agent.json"
+		if c, r, err2 := readCard(ctx, old, opts); err2 == nil {
+			return c, r, old, nil
 		}
 	}
 	if err != nil {
 		if transient(err) || errors.As(err, &he) && (he.StatusCode >= 500 || he.StatusCode == http.StatusNotFound) {
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		return nil, fmt.Errorf("proxy: fetching agent card %s: %w", cardURL, err)
+		return nil, nil, "", fmt.Errorf("proxy: fetching agent card %s: %w", cardURL, err)
 	}
-	return card, nil
+	return card, raw, cardURL, nil
+}
+
+func readCard(ctx context.Context, cardURL string, opts []client.Option) (*a2a.AgentCard, []byte, error) {
+	raw, err := client.CardJSON(ctx, cardURL, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var card a2a.AgentCard
+	if err := json.Unmarshal(raw, &card); err != nil {
+		return nil, nil, err // CardJSON decoded it already: not reached
+	}
+	return &card, raw, nil
 }
 
 // upstreamInterface is the interface of the upstream's card the worker
@@ -354,6 +396,7 @@ func meshCard(c a2a.AgentCard, name string) a2a.AgentCard {
 	c.Capabilities.ExtendedAgentCard = nil
 	c.Capabilities.PushNotifications = nil
 	c.Capabilities.Streaming = a2a.Bool(true) // the mesh streams every agent
+	c.Signatures = nil                        // edges sign the card they serve
 	return c
 }
 

@@ -556,6 +556,7 @@ func runWorker(ctx context.Context, args []string) error {
 	proxyURL := fs.String("proxy", envOr("A2AMESH_PROXY", ""), "forward tasks to the A2A agent at this URL (its base URL or card URL) instead of running a built-in agent (env A2AMESH_PROXY)")
 	name := fs.String("name", envOr("A2AMESH_NAME", ""), "the agent's name in the mesh (default: --agent, or derived from the proxied card's name) (env A2AMESH_NAME)")
 	cardRefresh := fs.Duration("card-refresh", envDuration("A2AMESH_CARD_REFRESH", 5*time.Minute), "with --proxy: fetch the agent's card again this often and register its changes; 0 turns it off (env A2AMESH_CARD_REFRESH)")
+	requireSigned := fs.Bool("require-signed-card", os.Getenv("A2AMESH_REQUIRE_SIGNED_CARD") == "true", "with --proxy: refuse the agent's card unless a signature on it verifies with a key of the JWK Set its jku names on the card's own origin; a refreshed card that does not verify is not registered (env A2AMESH_REQUIRE_SIGNED_CARD; see docs/cards.md)")
 	trusted := fs.String("trusted-agents", envOr("A2AMESH_TRUSTED_AGENTS", ""), "comma-separated hosts, host:ports, IPs or CIDRs a proxy may reach although they are private or loopback (env A2AMESH_TRUSTED_AGENTS)")
 	var headers headerFlags
 	fs.Var(&headers, "proxy-header", `header sent with every request to the proxied agent, "Name: value" (repeatable; env A2AMESH_PROXY_AUTHORIZATION sets Authorization)`)
@@ -622,7 +623,7 @@ func runWorker(ctx context.Context, args []string) error {
 		_ = b.Run(ctx)
 	}()
 	if *proxyURL != "" {
-		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, Bus: b, Logger: log})
+		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, RequireSignedCard: *requireSigned, Bus: b, Logger: log})
 		if errors.Is(err, ssrf.ErrBlocked) {
 			return fmt.Errorf("worker: %w (an operator who trusts this address can allow it with --trusted-agents)", err)
 		}
