@@ -277,7 +277,7 @@ func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.Agen
 // fields of both versions, as its worker registered it.
 func (e *Edge) agentCardAt(base, name string, c a2a.AgentCard) a2a.AgentCard {
 	c.Name = name
-	ext := service.DeclaresExtendedCard(c)
+	ext := c.DeclaresExtendedCard()
 	c.Capabilities.ExtendedAgentCard = a2a.Bool(ext)
 	c.SupportsAuthenticatedExtendedCard = a2a.Bool(ext)
 	if c.Version == "" {

@@ -57,7 +57,7 @@ func (s *Service) GetExtendedAgentCard(ctx context.Context, req *GetExtendedAgen
 		}
 		return nil, a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", trunc(c.agent, 64))
 	}
-	if !DeclaresExtendedCard(card) {
+	if !card.DeclaresExtendedCard() {
 		return nil, a2a.ErrUnsupportedOperation.With("agent %q declares no extended agent card (capabilities.extendedAgentCard)", c.agent)
 	}
 	if ext == nil {
@@ -66,13 +66,6 @@ func (s *Service) GetExtendedAgentCard(ctx context.Context, req *GetExtendedAgen
 	out := *ext
 	out.Skills = s.visibleSkills(c.Principal, c.agent, card.Skills, ext.Skills)
 	return &out, nil
-}
-
-// DeclaresExtendedCard reports whether a public card says its agent has an
-// extended card, in the 1.0 field or the 0.3 one.
-func DeclaresExtendedCard(c a2a.AgentCard) bool {
-	return c.Capabilities.ExtendedAgentCard != nil && *c.Capabilities.ExtendedAgentCard ||
-		c.SupportsAuthenticatedExtendedCard != nil && *c.SupportsAuthenticatedExtendedCard
 }
 
 // visibleSkills is ext minus the skills the public card does not list and

@@ -171,21 +171,13 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// declaresExtended reports whether a card says its agent has an extended
-// card (1.0 capabilities.extendedAgentCard, 0.3
-// supportsAuthenticatedExtendedCard).
-func declaresExtended(c *a2a.AgentCard) bool {
-	return c.Capabilities.ExtendedAgentCard != nil && *c.Capabilities.ExtendedAgentCard ||
-		c.SupportsAuthenticatedExtendedCard != nil && *c.SupportsAuthenticatedExtendedCard
-}
-
 // fetchExtended reads the upstream's extended card, with the worker's
 // upstream credentials (Config.Header), when its card declares one: the
 // card edges serve to the mesh's authenticated callers. nil when it
 // declares none, or the call failed (logged; edges then answer -32007
 // until a refresh gets it).
 func (a *Agent) fetchExtended(ctx context.Context, card *a2a.AgentCard) *a2a.AgentCard {
-	if !declaresExtended(card) {
+	if !card.DeclaresExtendedCard() {
 		return nil
 	}
 	ext, err := a.cl.ExtendedCard(ctx)
@@ -387,7 +379,7 @@ func meshCard(c a2a.AgentCard, name string) a2a.AgentCard {
 	c.SupportedInterfaces = nil
 	c.URL, c.PreferredTransport, c.AdditionalInterfaces, c.ProtocolVersion = "", "", nil, ""
 	c.SecuritySchemes, c.SecurityReqs = nil, nil
-	c.Capabilities.ExtendedAgentCard = a2a.Bool(declaresExtended(&c))
+	c.Capabilities.ExtendedAgentCard = a2a.Bool(c.DeclaresExtendedCard())
 	c.SupportsAuthenticatedExtendedCard = nil
 	c.Capabilities.PushNotifications = nil
 	c.Capabilities.Streaming = a2a.Bool(true) // the mesh streams every agent
