@@ -274,6 +274,11 @@ func examplesChecks() []*check {
 				t.Errorf("HTTP+JSON extended card skills %v lack echo-data", skillIDs(card))
 			}
 		}},
+		{file: "docs/extended-card.md", match: re(`^a2amesh card --agent echo --extended`), fn: func(t *testing.T, _ *session, r result) {
+			if !strings.Contains(r.out, "echo-data") {
+				t.Errorf("the CLI's extended card lacks echo-data:\n%s", r.out)
+			}
+		}},
 		{file: "docs/extended-card.md", match: re(`agent/getAuthenticatedExtendedCard`), fn: func(t *testing.T, _ *session, r result) {
 			card, _ := r.rpc["result"].(map[string]any)
 			if !slices.Contains(skillIDs(card), "echo-data") || card["url"] == nil {
