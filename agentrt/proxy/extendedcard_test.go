@@ -85,6 +85,31 @@ func TestProxyServesUpstreamExtendedCard(t *testing.T) {
 	}
 }
 
+// A 0.3 upstream (its card says supportsAuthenticatedExtendedCard): the
+// worker asks it with agent/getAuthenticatedExtendedCard, and the edge
+// serves the card to 1.0 and 0.3 callers.
+func TestProxyServesV03UpstreamExtendedCard(t *testing.T) {
+	m := meshtest.Start(t)
+	guard, err := ssrf.New([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "0.3", ext: &goa2a.AgentCard{
+		Name: "Upstream Agent", Description: "the 0.3 extended card", Version: "1.0.0",
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []goa2a.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}},
+			{ID: "more", Name: "more", Description: "e", Tags: []string{"t"}}},
+	}})
+	runWorker(t, m, proxy.Config{URL: up.URL, Name: "xcard-v03", Guard: guard, Bus: m.Bus()})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, version := range []string{"1.0", "0.3"} {
+		ext, err := client.New(m.URL+"/agents/xcard-v03", client.WithProtocolVersion(version)).ExtendedCard(ctx)
+		require.NoError(t, err, version)
+		assert.Equal(t, "the 0.3 extended card", ext.Description, version)
+		require.Len(t, ext.Skills, 2, version)
+		assert.Equal(t, "more", ext.Skills[1].ID, version)
+	}
+}
+
 // runWorker starts a proxy worker for cfg and waits until the mesh routes
 // it.
 func runWorker(t *testing.T, m *meshtest.Mesh, cfg proxy.Config) {
