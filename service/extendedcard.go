@@ -21,11 +21,12 @@ type GetExtendedAgentCardRequest struct {
 // GetExtendedAgentCard returns the extended card of the agent the call
 // addresses, as the caller may see it: the skills its public card does not
 // list are kept only where Config.SkillVisible allows them. An agent whose
-// public card does not declare the capability (capabilities
-// .extendedAgentCard, or 0.3's supportsAuthenticatedExtendedCard) is
-// answered UnsupportedOperation (-32004), as is the mesh endpoint without
-// an agent; one that declares it but registered no extended card,
-// ExtendedAgentCardNotConfigured (-32007) (spec §3.3.4).
+// public card does not declare the capability
+// (capabilities.extendedAgentCard, or 0.3's
+// supportsAuthenticatedExtendedCard) is answered UnsupportedOperation
+// (-32004), as is the mesh endpoint without an agent; one that declares it
+// but registered no extended card, ExtendedAgentCardNotConfigured (-32007)
+// (spec §3.3.4).
 //
 // The card is returned as the agent registered it: the transport points
 // its interfaces at the edge, as it does for the public card. Who may
