@@ -27,6 +27,18 @@ type CardChecker interface {
 	CardCheck() *registry.CardCheck
 }
 
+// ExtendedCarder is implemented by an agent with an extended agent card
+// (A2A GetExtendedAgentCard): the card authenticated callers get, which
+// may list skills the public card does not. Its public Card must declare
+// capabilities.extendedAgentCard for edges to serve it; a card that
+// declares it while ExtendedCard returns nil is answered with -32007
+// (not configured). Edges fill in the interfaces, as for Card, and may
+// hide skills the public card lacks from some callers (the edge's auth
+// file says which).
+type ExtendedCarder interface {
+	ExtendedCard() *a2a.AgentCard
+}
+
 // Request is one user turn of a task, as an agent sees it.
 type Request struct {
 	TaskID    string

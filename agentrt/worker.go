@@ -174,10 +174,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus, bus.StreamWork, bus.ConsumerName(w.Name)))
 	w.cancels.start(ctx, w.Bus, w.Logger)
-	card := func() a2a.AgentCard { // read at every heartbeat: an agent's card may change
+	cards := func() (a2a.AgentCard, *a2a.AgentCard) { // read at every heartbeat: an agent's card may change
 		c := w.Agent.Card()
 		c.Name = w.Name
-		return c
+		var ext *a2a.AgentCard
+		if x, ok := w.Agent.(ExtendedCarder); ok {
+			if ext = x.ExtendedCard(); ext != nil {
+				cp := *ext
+				cp.Name = w.Name
+				ext = &cp
+			}
+		}
+		return c, ext
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -187,7 +195,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if cc, ok := w.Agent.(CardChecker); ok { // a proxy: what it verified of its upstream's card
 			entry.Check = cc.CardCheck
 		}
-		if err := registry.Publish(ctx, w.Bus, entry, card, w.Logger); err != nil {
+		if err := registry.PublishCards(ctx, w.Bus, entry, cards, w.Logger); err != nil {
 			w.Logger.Error("registry publish failed", "err", err)
 		}
 	}()

@@ -43,12 +43,14 @@ const (
 	methodList      = "ListTasks"
 	methodCancel    = "CancelTask"
 	methodSubscribe = "SubscribeToTask"
+	methodExtCard   = "GetExtendedAgentCard"
 
 	methodSendV03      = "message/send"
 	methodStreamV03    = "message/stream"
 	methodGetV03       = "tasks/get"
 	methodCancelV03    = "tasks/cancel"
 	methodSubscribeV03 = "tasks/resubscribe"
+	methodExtCardV03   = "agent/getAuthenticatedExtendedCard"
 )
 
 // method returns the name of a 1.0 method in the client's version.
@@ -67,6 +69,8 @@ func (c *Client) method(m string) string {
 		return methodCancelV03
 	case methodSubscribe:
 		return methodSubscribeV03
+	case methodExtCard:
+		return methodExtCardV03
 	}
 	return m
 }
@@ -229,6 +233,7 @@ type transport interface {
 	getTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error)
 	listTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error)
 	cancel(ctx context.Context, req *a2a.TaskIDRequest) (*a2a.Task, error)
+	extendedCard(ctx context.Context, tenant string) (*a2a.AgentCard, error)
 	close() error
 }
 
@@ -248,6 +253,7 @@ func (f failing) listTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTas
 	return nil, f.err
 }
 func (f failing) cancel(context.Context, *a2a.TaskIDRequest) (*a2a.Task, error) { return nil, f.err }
+func (f failing) extendedCard(context.Context, string) (*a2a.AgentCard, error)  { return nil, f.err }
 func (f failing) close() error                                                  { return nil }
 
 // Send calls SendMessage. The result holds either a Task or a Message.
@@ -368,6 +374,34 @@ func (c *Client) Cancel(ctx context.Context, id string) (*a2a.Task, error) {
 		return nil, fmt.Errorf("%s: %w: task without id", c.method(methodCancel), ErrInvalidResponse)
 	}
 	return t, nil
+}
+
+// ExtendedCard calls GetExtendedAgentCard (0.3:
+// agent/getAuthenticatedExtendedCard): the agent's extended card, as the
+// server shows it to the client's credentials.
+func (c *Client) ExtendedCard(ctx context.Context) (*a2a.AgentCard, error) {
+	var card *a2a.AgentCard
+	if c.tr != nil {
+		var err error
+		if card, err = c.tr.extendedCard(ctx, c.tenant); err != nil {
+			return nil, err
+		}
+	} else {
+		card = new(a2a.AgentCard)
+		var params any
+		if !c.v03 {
+			params = &struct {
+				Tenant string `json:"tenant,omitempty"`
+			}{c.tenant}
+		}
+		if err := c.call(ctx, c.method(methodExtCard), params, card); err != nil {
+			return nil, err
+		}
+	}
+	if card == nil || card.Name == "" {
+		return nil, fmt.Errorf("%s: %w: card without name", c.method(methodExtCard), ErrInvalidResponse)
+	}
+	return card, nil
 }
 
 var errSendNeedsMessage = errors.New("client: send needs a message")

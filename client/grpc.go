@@ -327,6 +327,18 @@ const grpcEventIDKey = pbconv.EventIDKey
 // "" when the server gave none.
 func grpcEventID(ev *a2apb.StreamResponse) string { return pbconv.TakeEventID(ev) }
 
+func (t *grpcTransport) extendedCard(ctx context.Context, tenant string) (*a2a.AgentCard, error) {
+	out, err := t.pb.GetExtendedAgentCard(t.outgoing(ctx, ""), &a2apb.GetExtendedAgentCardRequest{Tenant: tenant})
+	if err != nil {
+		return nil, t.callError(ctx, methodExtCard, err)
+	}
+	card, err := pbconv.FromAgentCard(out)
+	if err != nil {
+		return nil, badResult(methodExtCard, err)
+	}
+	return card, nil
+}
+
 func (t *grpcTransport) getTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	in, err := pbconv.GetTaskRequest(req)
 	if err != nil {

@@ -113,6 +113,14 @@ func (t *restTransport) cancel(ctx context.Context, req *a2a.TaskIDRequest) (*a2
 	return &task, nil
 }
 
+func (t *restTransport) extendedCard(ctx context.Context, tenant string) (*a2a.AgentCard, error) {
+	var card a2a.AgentCard
+	if err := t.do(ctx, methodExtCard, http.MethodGet, tenant, "/extendedAgentCard", nil, nil, &card); err != nil {
+		return nil, err
+	}
+	return &card, nil
+}
+
 func (t *restTransport) close() error { return nil }
 
 // url returns the URL of route (already escaped) under the client's base

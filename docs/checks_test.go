@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -229,6 +230,62 @@ func examplesChecks() []*check {
 			}
 		}},
 
+		// docs/extended-card.md.
+		{file: "docs/extended-card.md", match: re(`^curl -s localhost:8080/agents/echo/\.well-known/agent-card\.json`), fn: func(t *testing.T, _ *session, r result) {
+			var card map[string]any
+			if err := json.Unmarshal([]byte(r.out), &card); err != nil {
+				t.Fatalf("public card: %v\n%s", err, r.out)
+			}
+			caps, _ := card["capabilities"].(map[string]any)
+			if caps["extendedAgentCard"] != true || card["supportsAuthenticatedExtendedCard"] != true {
+				t.Errorf("the public card does not declare the extended card: %s", r.out)
+			}
+			if slices.Contains(skillIDs(card), "echo-data") {
+				t.Errorf("the public card lists the extended card's skill: %v", skillIDs(card))
+			}
+		}},
+		{file: "docs/extended-card.md", match: re(`alice.*"GetExtendedAgentCard"`), fn: func(t *testing.T, s *session, r result) {
+			card, _ := r.rpc["result"].(map[string]any)
+			if got := skillIDs(card); !slices.Equal(got, []string{"echo", "echo-data"}) {
+				t.Errorf("alice's extended card skills %v, want echo and echo-data", got)
+			}
+			// Without a credential: the 401 every call gets.
+			resp, err := http.Post(s.edge+"/agents/echo", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GetExtendedAgentCard without credentials got HTTP %d, want 401", resp.StatusCode)
+			}
+		}},
+		{file: "docs/extended-card.md", match: re(`bob.*"GetExtendedAgentCard"`), fn: func(t *testing.T, _ *session, r result) {
+			card, _ := r.rpc["result"].(map[string]any)
+			if got := skillIDs(card); !slices.Equal(got, []string{"echo"}) {
+				t.Errorf("bob's extended card skills %v, want echo only", got)
+			}
+		}},
+		{file: "docs/extended-card.md", match: re(`/agents/echo/extendedAgentCard`), fn: func(t *testing.T, _ *session, r result) {
+			var card map[string]any
+			if err := json.Unmarshal([]byte(r.out), &card); err != nil {
+				t.Fatalf("extended card: %v\n%s", err, r.out)
+			}
+			if !slices.Contains(skillIDs(card), "echo-data") {
+				t.Errorf("HTTP+JSON extended card skills %v lack echo-data", skillIDs(card))
+			}
+		}},
+		{file: "docs/extended-card.md", match: re(`^a2amesh card --agent echo --extended`), fn: func(t *testing.T, _ *session, r result) {
+			if !strings.Contains(r.out, "echo-data") {
+				t.Errorf("the CLI's extended card lacks echo-data:\n%s", r.out)
+			}
+		}},
+		{file: "docs/extended-card.md", match: re(`agent/getAuthenticatedExtendedCard`), fn: func(t *testing.T, _ *session, r result) {
+			card, _ := r.rpc["result"].(map[string]any)
+			if !slices.Contains(skillIDs(card), "echo-data") || card["url"] == nil {
+				t.Errorf("0.3 extended card lacks echo-data or url: %v", r.rpc["result"])
+			}
+		}},
+
 		// docs/deployment.md.
 		{file: "docs/deployment.md", match: re(`--public-url https://agents\.example\.com`), fn: func(t *testing.T, s *session, _ result) {
 			resp, err := http.Get(s.edge + "/.well-known/agent-card.json")
@@ -412,4 +469,17 @@ func runCLI(t *testing.T, s *session, line string) string {
 		t.Errorf("%s: %v\n%s", line, err, out)
 	}
 	return string(out)
+}
+
+// skillIDs lists the ids of a card's skills, in order.
+func skillIDs(card map[string]any) []string {
+	list, _ := card["skills"].([]any)
+	var out []string
+	for _, sk := range list {
+		if m, ok := sk.(map[string]any); ok {
+			id, _ := m["id"].(string)
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,9 @@ import (
 // configure push for them.
 type Auth struct {
 	principals map[[sha256.Size]byte]string // sha256(secret) -> principal
+	// skills holds the skills= patterns of the principals that have them
+	// (ParseAuthText): what they see of extended cards' extra skills.
+	skills map[string]map[string]bool
 }
 
 // APIKeyHeader is the header an API key travels in.
@@ -74,26 +78,89 @@ func (a *Auth) add(principal, secret string) error {
 // ParseCredentials reads "principal secret" pairs, one per line (also
 // "principal:secret" or "principal=secret"); blank lines and lines
 // starting with # are skipped. A principal may have several secrets (for
-// rotation).
+// rotation). Fields after the secret (skills=, see ParseAuthText) are
+// checked and left out: use ParseAuthText to keep them.
 func ParseCredentials(text string) (map[string][]string, error) {
-	out := map[string][]string{}
+	c, err := ParseAuthText(text)
+	return c.Secrets, err
+}
+
+// Credentials is what an auth file holds.
+type Credentials struct {
+	// Secrets maps each principal to its secrets.
+	Secrets map[string][]string
+	// Skills maps a principal to the skills= patterns its lines give: of
+	// the skills an agent's extended card adds to its public card, the
+	// principal sees only those matched. A principal absent here sees all
+	// of them.
+	Skills map[string][]string
+}
+
+// ParseAuthText reads an auth file: lines of "principal secret" as
+// ParseCredentials reads them, each optionally followed by fields
+// separated by spaces. The one field known is skills=LIST, LIST being
+// comma-separated patterns, each "skill" (that skill id of any agent),
+// "agent/skill", "agent/*" or "*", or "-" alone for none: the extra
+// skills of extended agent cards the principal may see. It may be given
+// on any of a principal's lines, identically when on several.
+func ParseAuthText(text string) (Credentials, error) {
+	out := Credentials{Secrets: map[string][]string{}}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		principal, secret, ok := cutAny(line, " \t:=")
-		principal, secret = strings.TrimSpace(principal), strings.TrimSpace(secret)
-		if !ok || principal == "" || secret == "" {
-			return nil, fmt.Errorf("auth: line %d: want \"principal secret\"", n)
+		principal, rest, ok := cutAny(line, " \t:=")
+		principal = strings.TrimSpace(principal)
+		fields := strings.Fields(rest)
+		if !ok || principal == "" || len(fields) == 0 {
+			return Credentials{}, fmt.Errorf("auth: line %d: want \"principal secret\"", n)
 		}
-		out[principal] = append(out[principal], secret)
+		out.Secrets[principal] = append(out.Secrets[principal], fields[0])
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			if k != "skills" {
+				return Credentials{}, fmt.Errorf("auth: line %d: unknown field %q after the secret (want skills=LIST)", n, trunc(f, 32))
+			}
+			list, err := parseSkillList(v)
+			if err != nil {
+				return Credentials{}, fmt.Errorf("auth: line %d: %w", n, err)
+			}
+			if out.Skills == nil {
+				out.Skills = map[string][]string{}
+			}
+			if prev, dup := out.Skills[principal]; dup && !slices.Equal(prev, list) {
+				return Credentials{}, fmt.Errorf("auth: line %d: principal %s has another skills= on an earlier line", n, principal)
+			}
+			out.Skills[principal] = list
+		}
 	}
 	return out, sc.Err()
 }
 
-// LoadAuthFile reads credentials from a file in ParseCredentials' format.
+// parseSkillList reads the LIST of skills=LIST: sorted patterns, none for
+// "-".
+func parseSkillList(v string) ([]string, error) {
+	if v == "-" {
+		return []string{}, nil
+	}
+	if v == "" {
+		return nil, errors.New(`skills= wants a list of skill ids, agent/skill, agent/* or *, or "-" for none`)
+	}
+	var list []string
+	for _, p := range strings.Split(v, ",") {
+		agent, skill, scoped := strings.Cut(p, "/")
+		if p == "" || scoped && (agent == "" || skill == "" || agent == "*") || strings.Count(p, "/") > 1 {
+			return nil, fmt.Errorf("skills=: bad pattern %q (want skill, agent/skill, agent/* or *)", trunc(p, 64))
+		}
+		list = append(list, p)
+	}
+	slices.Sort(list)
+	return slices.Compact(list), nil
+}
+
+// LoadAuthFile reads credentials from a file in ParseAuthText's format.
 // A file holding none (empty, or comments only) is an error. The file
 // should be readable by the edge only.
 func LoadAuthFile(path string) (*Auth, error) {
@@ -101,14 +168,52 @@ func LoadAuthFile(path string) (*Auth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	creds, err := ParseCredentials(string(b))
+	creds, err := ParseAuthText(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("auth: %s: %w", path, err)
 	}
-	if len(creds) == 0 {
+	if len(creds.Secrets) == 0 {
 		return nil, fmt.Errorf("auth: %s: no credentials in it", path)
 	}
-	return NewAuth(creds)
+	return NewAuthFrom(creds)
+}
+
+// NewAuthFrom builds an Auth from parsed credentials, with the skills
+// each principal may see.
+func NewAuthFrom(c Credentials) (*Auth, error) {
+	a, err := NewAuth(c.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	for p, list := range c.Skills {
+		if _, ok := c.Secrets[p]; !ok {
+			continue
+		}
+		if a.skills == nil {
+			a.skills = map[string]map[string]bool{}
+		}
+		set := make(map[string]bool, len(list))
+		for _, s := range list {
+			set[s] = true
+		}
+		a.skills[p] = set
+	}
+	return a, nil
+}
+
+// skillVisible is the service's Config.SkillVisible for this auth: nil
+// (every skill to everyone) without auth or without skills= lines.
+func (a *Auth) skillVisible() func(principal, agent, skill string) bool {
+	if a == nil || len(a.skills) == 0 {
+		return nil
+	}
+	return func(principal, agent, skill string) bool {
+		set, limited := a.skills[principal]
+		if !limited {
+			return true
+		}
+		return set["*"] || set[skill] || set[agent+"/"+skill] || set[agent+"/*"]
+	}
 }
 
 func cutAny(s, seps string) (before, after string, ok bool) {

@@ -148,6 +148,7 @@ func New(cfg Config) *Edge {
 		KeepAlive:       cfg.KeepAlive,
 		PushStore:       e.pushStore,
 		FailoverBudget:  e.failoverBudget,
+		SkillVisible:    cfg.Auth.skillVisible(),
 		Logger:          cfg.Logger,
 	})
 	e.routes()
@@ -271,10 +272,17 @@ func (e *Edge) baseURL(r *http.Request) string {
 // agentCard is an agent's registered card with its interfaces pointing at
 // this edge: /agents/{name} and /a2a with the agent as tenant.
 func (e *Edge) agentCard(r *http.Request, name string, c a2a.AgentCard) a2a.AgentCard {
-	base := e.baseURL(r)
+	return e.agentCardAt(e.baseURL(r), name, c)
+}
+
+// agentCardAt is agentCard for the public base URL base. The card says
+// whether the agent has an extended card (GetExtendedAgentCard) in the
+// fields of both versions, as its worker registered it.
+func (e *Edge) agentCardAt(base, name string, c a2a.AgentCard) a2a.AgentCard {
 	c.Name = name
-	c.Capabilities.ExtendedAgentCard = a2a.Bool(false)
-	c.SupportsAuthenticatedExtendedCard = a2a.Bool(false)
+	ext := c.DeclaresExtendedCard()
+	c.Capabilities.ExtendedAgentCard = a2a.Bool(ext)
+	c.SupportsAuthenticatedExtendedCard = a2a.Bool(ext)
 	if c.Version == "" {
 		c.Version = "1.0.0"
 	}

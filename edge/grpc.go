@@ -583,7 +583,7 @@ func (s *grpcService) GetExtendedAgentCard(ctx context.Context, req *a2apb.GetEx
 	if err != nil {
 		return nil, grpcFailure(ctx, err)
 	}
-	out, err := pbconv.AgentCard(c)
+	out, err := pbconv.AgentCard(e.extendedCard(ctx, e.grpcBaseURL(ctx), c))
 	if err != nil {
 		return nil, e.grpcEncodeFailed(ctx, err)
 	}

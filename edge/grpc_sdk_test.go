@@ -86,7 +86,24 @@ func TestGRPCOfficialClient(t *testing.T) {
 	_, err = cl.GetTaskPushConfig(ctx, &goa2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "x"})
 	require.ErrorIs(t, err, goa2a.ErrPushNotificationNotSupported)
 	_, err = cl.GetExtendedAgentCard(ctx, &goa2a.GetExtendedAgentCardRequest{})
-	require.ErrorIs(t, err, goa2a.ErrExtendedCardNotConfigured)
+	require.ErrorIs(t, err, goa2a.ErrExtendedCardNotConfigured, "slow's card declares none: the SDK answers itself")
 	_, err = cl.SendMessage(ctx, &goa2a.SendMessageRequest{Message: &goa2a.Message{ID: "no-parts", Role: goa2a.MessageRoleUser}})
 	require.ErrorIs(t, err, goa2a.ErrInvalidParams)
+
+	// echo's card declares an extended card: the SDK asks the edge over
+	// gRPC (the card's tenant names echo) and gets it, with its extra
+	// skill.
+	echoCard, err := agentcard.NewResolver(hc).Resolve(ctx, m.URL+"/agents/echo")
+	require.NoError(t, err)
+	require.True(t, echoCard.Capabilities.ExtendedAgentCard)
+	ec, err := a2aclient.NewFromCard(ctx, echoCard,
+		a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []goa2a.TransportProtocol{goa2a.TransportProtocolGRPC}}))
+	require.NoError(t, err)
+	defer func() { _ = ec.Destroy() }()
+	ext, err := ec.GetExtendedAgentCard(ctx, &goa2a.GetExtendedAgentCardRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "echo", ext.Name)
+	require.Len(t, ext.Skills, 2)
+	require.Equal(t, "echo-data", ext.Skills[1].ID)
 }

@@ -230,8 +230,16 @@ func TestGRPCMethods(t *testing.T) {
 	_, err = cl.CreateTaskPushNotificationConfig(grpcCtx(t), &a2apb.TaskPushNotificationConfig{TaskId: "no-such-task", Url: hook})
 	requireGRPCStatus(t, err, codes.NotFound, "TASK_NOT_FOUND")
 
-	_, err = cl.GetExtendedAgentCard(grpcCtx(t), &a2apb.GetExtendedAgentCardRequest{})
-	requireGRPCStatus(t, err, codes.FailedPrecondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
+	// echo (the default agent) has an extended card with one more skill;
+	// slow declares none.
+	ext, err := cl.GetExtendedAgentCard(grpcCtx(t), &a2apb.GetExtendedAgentCardRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "echo", ext.GetName())
+	require.Len(t, ext.GetSkills(), 2)
+	assert.Equal(t, "echo-data", ext.GetSkills()[1].GetId())
+	assert.True(t, ext.GetCapabilities().GetExtendedAgentCard())
+	_, err = cl.GetExtendedAgentCard(grpcCtx(t), &a2apb.GetExtendedAgentCardRequest{Tenant: "slow"})
+	requireGRPCStatus(t, err, codes.FailedPrecondition, "UNSUPPORTED_OPERATION")
 }
 
 // Bad requests get INVALID_ARGUMENT with a short message: no role, a

@@ -456,7 +456,11 @@ func (e *Edge) restCallService(ctx context.Context, c *restCall) (result any, st
 			result = struct{}{} // google.protobuf.Empty
 		}
 	case a2a.OpExtendedCard:
-		result, err = e.svc.GetExtendedAgentCard(ctx, &service.GetExtendedAgentCardRequest{Tenant: rt.tenant})
+		var card *a2a.AgentCard
+		if card, err = e.svc.GetExtendedAgentCard(ctx, &service.GetExtendedAgentCardRequest{Tenant: rt.tenant}); err == nil {
+			noStoreExtended(c.w)
+			result = e.extendedCard(ctx, e.baseURL(c.r), card)
+		}
 	default:
 		err = a2a.ErrMethodNotFound
 	}

@@ -110,8 +110,10 @@ func TestRESTGoSDKClient(t *testing.T) {
 	assert.True(t, errors.Is(err, a2a.ErrTaskNotFound), "%v", err)
 	_, err = client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
 	assert.True(t, errors.Is(err, a2a.ErrTaskNotCancelable), "%v", err)
-	_, err = client.GetExtendedAgentCard(ctx, &a2a.GetExtendedAgentCardRequest{})
-	assert.True(t, errors.Is(err, a2a.ErrExtendedCardNotConfigured), "%v", err)
+	ext, err := client.GetExtendedAgentCard(ctx, &a2a.GetExtendedAgentCardRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "echo", ext.Name)
+	assert.Len(t, ext.Skills, 2, "echo's extended card adds a skill")
 	_, err = client.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "c"})
 	assert.True(t, errors.Is(err, a2a.ErrPushNotificationNotSupported), "%v", err)
 	for ev, err := range client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: "no-such-task"}) {

@@ -493,7 +493,7 @@ func TestRESTPushConfigs(t *testing.T) {
 func TestRESTErrors(t *testing.T) {
 	met := metrics.New()
 	const origin = "https://app.example"
-	m := startHTTPMesh(t, edge.Config{DefaultAgent: "echo", MaxBodyBytes: 4096, Metrics: met, CORSOrigins: []string{origin}}, "echo")
+	m := startHTTPMesh(t, edge.Config{DefaultAgent: "echo", MaxBodyBytes: 4096, Metrics: met, CORSOrigins: []string{origin}}, "echo", "slow")
 
 	s := requireRESTStatus(t, m.rest(t, http.MethodGet, "/tasks/no-such-task", nil, nil), 404, "NOT_FOUND", "TASK_NOT_FOUND")
 	assert.Equal(t, "no-such-task", s.Error.Details[0].Metadata["taskId"])
@@ -536,8 +536,8 @@ func TestRESTErrors(t *testing.T) {
 	requireRESTStatus(t, m.rest(t, http.MethodGet, "/tasks?A2A-Version=0.3", nil, nil), 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED")
 
 	// Other operations' errors.
-	for _, p := range []string{"/agents/echo/extendedAgentCard", "/extendedAgentCard", "/echo/extendedAgentCard"} {
-		requireRESTStatus(t, m.rest(t, http.MethodGet, p, nil, nil), 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
+	for _, p := range []string{"/agents/slow/extendedAgentCard", "/slow/extendedAgentCard"} {
+		requireRESTStatus(t, m.rest(t, http.MethodGet, p, nil, nil), 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION")
 	}
 	requireRESTStatus(t, m.rest(t, http.MethodGet, "/tasks/x/pushNotificationConfigs", nil, nil), 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED")
 

@@ -171,7 +171,11 @@ func (e *Edge) dispatch(c *call) {
 		if len(c.req.Params) > 0 {
 			_ = json.Unmarshal(c.req.Params, &p)
 		}
-		result, err = e.svc.GetExtendedAgentCard(ctx, &p)
+		var card *a2a.AgentCard
+		if card, err = e.svc.GetExtendedAgentCard(ctx, &p); err == nil {
+			noStoreExtended(c.w)
+			result = e.extendedCard(ctx, e.baseURL(c.r), card)
+		}
 	default:
 		err = a2a.ErrMethodNotFound
 	}

@@ -58,6 +58,17 @@ type bList struct {
 
 type bPush struct{ ID, TaskID, URL, Token string }
 
+// bCard is an agent card: its name, skill ids, interface URLs (1.0
+// supportedInterfaces, or 0.3 url and additionalInterfaces) and whether
+// it says it has an extended card (1.0 capabilities.extendedAgentCard, or
+// 0.3 supportsAuthenticatedExtendedCard).
+type bCard struct {
+	Name     string
+	Skills   []string
+	URLs     []string
+	Extended bool
+}
+
 type sendOpts struct {
 	MessageID         string // "" for a fresh one
 	NonBlocking       bool
@@ -89,8 +100,8 @@ type binding interface {
 	GetPush(t testing.TB, cx bCall, taskID, id string) (bPush, *bErr)
 	ListPush(t testing.TB, cx bCall, taskID string) ([]bPush, *bErr)
 	DeletePush(t testing.TB, cx bCall, taskID, id string) *bErr
-	// ExtendedCard returns the extended card's name.
-	ExtendedCard(t testing.TB, cx bCall) (string, *bErr)
+	// ExtendedCard returns the agent's extended card.
+	ExtendedCard(t testing.TB, cx bCall) (bCard, *bErr)
 	// dialect is the protocol version (push payloads are in it).
 	dialect() proto
 }
@@ -380,17 +391,33 @@ func (b v1Binding) DeletePush(t testing.TB, cx bCall, taskID, id string) *bErr {
 	return e
 }
 
-func (b v1Binding) ExtendedCard(t testing.TB, cx bCall) (string, *bErr) {
+func (b v1Binding) ExtendedCard(t testing.TB, cx bCall) (bCard, *bErr) {
 	t.Helper()
 	raw, e := b.w.unary(t, cx, "GetExtendedAgentCard", map[string]any{})
 	if e != nil {
-		return "", e
+		return bCard{}, e
 	}
 	var c struct {
-		Name string `json:"name"`
+		Name   string `json:"name"`
+		Skills []struct {
+			ID string `json:"id"`
+		} `json:"skills"`
+		Interfaces []struct {
+			URL string `json:"url"`
+		} `json:"supportedInterfaces"`
+		Capabilities struct {
+			Extended bool `json:"extendedAgentCard"`
+		} `json:"capabilities"`
 	}
 	require.NoErrorf(t, json.Unmarshal(raw, &c), "extended card: %s", raw)
-	return c.Name, nil
+	out := bCard{Name: c.Name, Extended: c.Capabilities.Extended}
+	for _, s := range c.Skills {
+		out.Skills = append(out.Skills, s.ID)
+	}
+	for _, in := range c.Interfaces {
+		out.URLs = append(out.URLs, in.URL)
+	}
+	return out, nil
 }
 
 // ---- the 0.3 dialect of JSON-RPC ----
@@ -534,17 +561,32 @@ func (b v03Binding) DeletePush(t testing.TB, cx bCall, taskID, id string) *bErr 
 	return e
 }
 
-func (b v03Binding) ExtendedCard(t testing.TB, cx bCall) (string, *bErr) {
+func (b v03Binding) ExtendedCard(t testing.TB, cx bCall) (bCard, *bErr) {
 	t.Helper()
 	raw, e := b.w.unary(t, cx, "agent/getAuthenticatedExtendedCard", nil)
 	if e != nil {
-		return "", e
+		return bCard{}, e
 	}
 	var c struct {
-		Name string `json:"name"`
+		Name   string `json:"name"`
+		Skills []struct {
+			ID string `json:"id"`
+		} `json:"skills"`
+		URL        string `json:"url"`
+		Interfaces []struct {
+			URL string `json:"url"`
+		} `json:"additionalInterfaces"`
+		Extended bool `json:"supportsAuthenticatedExtendedCard"`
 	}
 	require.NoErrorf(t, json.Unmarshal(raw, &c), "extended card: %s", raw)
-	return c.Name, nil
+	out := bCard{Name: c.Name, Extended: c.Extended, URLs: []string{c.URL}}
+	for _, s := range c.Skills {
+		out.Skills = append(out.Skills, s.ID)
+	}
+	for _, in := range c.Interfaces {
+		out.URLs = append(out.URLs, in.URL)
+	}
+	return out, nil
 }
 
 // ---- the suite ----
@@ -1080,9 +1122,37 @@ var bindingCases = []bCase{
 	}},
 
 	{"extended card", true, func(t *testing.T, e *bEnv) {
-		// The mesh configures no extended card.
-		_, err := e.b.ExtendedCard(t, e.alice("echo"))
-		wantErr(t, err, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "GetExtendedAgentCard")
+		// echo registers an extended card with one more skill than its
+		// public card; the auth file lets alice see it and not bob.
+		c, err := e.b.ExtendedCard(t, e.alice("echo"))
+		noErr(t, err, "alice's GetExtendedAgentCard")
+		assert.Equal(t, "echo", c.Name)
+		assert.Equal(t, []string{"echo", agents.EchoDataSkill}, c.Skills, "alice sees the extra skill")
+		assert.True(t, c.Extended, "the extended card says it is one")
+		require.NotEmpty(t, c.URLs)
+		for _, u := range c.URLs {
+			assert.NotEmpty(t, u, "every interface points at the edge")
+		}
+		if e.col.name != "grpc" { // HTTP answers point at the host asked
+			assert.Contains(t, c.URLs, e.m.URL+"/agents/echo")
+		}
+		c, err = e.b.ExtendedCard(t, e.bob("echo"))
+		noErr(t, err, "bob's GetExtendedAgentCard")
+		assert.Equal(t, []string{"echo"}, c.Skills, "bob's auth line hides the extra skill (skills=-)")
+
+		// Without credentials: the auth refusal every call gets.
+		_, err = e.b.ExtendedCard(t, bCall{agent: "echo"})
+		require.NotNil(t, err, "no credentials")
+		assert.True(t, err.Unauth, "no credentials: %s", err)
+
+		// slow declares no extended card; "xcard-none" declares one and
+		// registered none.
+		_, err = e.b.ExtendedCard(t, e.alice("slow"))
+		wantErr(t, err, "UNSUPPORTED_OPERATION", "an agent without the capability")
+		assert.Equal(t, -32004, err.Code, "%s", err)
+		_, err = e.b.ExtendedCard(t, e.alice(xcardNone))
+		wantErr(t, err, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "declared, not configured")
+		assert.Equal(t, -32007, err.Code, "%s", err)
 	}},
 
 	{"tenant isolation", true, func(t *testing.T, e *bEnv) {
@@ -1105,12 +1175,15 @@ var bindingCases = []bCase{
 // push delivery trusting receivers on 127.0.0.1, and the gRPC listener.
 func startBindingsMesh(t *testing.T) (*rawMesh, []bColumn) {
 	t.Helper()
-	auth, err := edge.NewAuth(map[string][]string{"alice": {aliceKey}, "bob": {bobKey}})
+	creds, err := edge.ParseAuthText("alice " + aliceKey + "\nbob " + bobKey + " skills=-\n")
+	require.NoError(t, err)
+	auth, err := edge.NewAuthFrom(creds)
 	require.NoError(t, err)
 	m := startRawMesh(t, meshtest.WithConfig(func(c *mesh.Config) {
 		c.Edge.Auth = auth
 		c.Edge.Push = pushConfig("127.0.0.1")
 	}), bindingsGRPCOption())
+	publishXCardNone(t, m)
 	cols := []bColumn{
 		{name: "jsonrpc", b: v1Binding{w: jsonrpcWire{m: m}}},
 		{name: "jsonrpc-0.3", b: v03Binding{w: jsonrpcWire{m: m}}},

@@ -710,8 +710,6 @@ func TestProtocolGetListCancel(t *testing.T) {
 			params map[string]any
 			code   int
 		}{
-			{"GetExtendedAgentCard", nil, -32007},
-			{"agent/getAuthenticatedExtendedCard", nil, -32007},
 			{"CreateTaskPushNotificationConfig", map[string]any{"taskId": "t1", "url": "https://example.com/hook"}, -32003},
 			{"GetTaskPushNotificationConfig", map[string]any{"taskId": "t1", "id": "c1"}, -32003},
 			{"ListTaskPushNotificationConfigs", map[string]any{"taskId": "t1"}, -32003},
@@ -726,6 +724,10 @@ func TestProtocolGetListCancel(t *testing.T) {
 				m.fails(t, "/a2a", tc.method, tc.params, tc.code)
 				m.fails(t, "/agents/echo", tc.method, tc.params, tc.code)
 			})
+		}
+		// slow declares no extended card (echo has one).
+		for _, method := range []string{"GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"} {
+			m.fails(t, "/agents/slow", method, nil, -32004)
 		}
 	})
 }

@@ -351,7 +351,7 @@ func (p *prober) goneLocked(id string, ps *procState, crash bool, missing time.D
 		if crash {
 			delete(t.lost, agent)
 		} else {
-			t.loseLocked(agent, s.e.Card, now)
+			t.loseLocked(s.e, now)
 		}
 	}
 	why := "its NATS server answers for others but not for it: the process is gone"

@@ -41,6 +41,10 @@ type Entry struct {
 	Agent    string        `json:"agent"`
 	Instance string        `json:"instance"`
 	Card     a2a.AgentCard `json:"card"`
+	// ExtendedCard is the agent's extended card (GetExtendedAgentCard),
+	// nil when it has none. Edges serve it only when Card declares
+	// capabilities.extendedAgentCard.
+	ExtendedCard *a2a.AgentCard `json:"extendedCard,omitempty"`
 	// TTL is how long the entry is valid without a heartbeat.
 	TTL time.Duration `json:"ttl"`
 	// Beat is when the entry was last renewed.
@@ -91,6 +95,17 @@ const (
 // instance name that is not a subject token). Its log lines do not repeat
 // the agent and instance: log is expected to carry them (a worker's does).
 func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard, log *slog.Logger) error {
+	var cards func() (a2a.AgentCard, *a2a.AgentCard)
+	if card != nil {
+		cards = func() (a2a.AgentCard, *a2a.AgentCard) { return card(), e.ExtendedCard }
+	}
+	return PublishCards(ctx, b, e, cards, log)
+}
+
+// PublishCards is Publish for an agent with an extended card: when cards
+// is not nil each renewal registers the card and the extended card (nil:
+// none) it returns.
+func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.AgentCard, *a2a.AgentCard), log *slog.Logger) error {
 	if !bus.ValidToken(e.Agent) || !bus.ValidToken(e.Instance) {
 		return errors.New("registry: agent and instance names must be 1-128 of A-Z a-z 0-9 _ -")
 	}
@@ -105,8 +120,8 @@ func Publish(ctx context.Context, b *bus.Bus, e Entry, card func() a2a.AgentCard
 	defer leaveProc()
 	e.Proc = proc
 	put := func() error {
-		if card != nil {
-			e.Card = card()
+		if cards != nil {
+			e.Card, e.ExtendedCard = cards()
 		}
 		if e.Check != nil {
 			e.CardCheck = e.Check()
@@ -275,9 +290,10 @@ type Table struct {
 const DefaultLostGrace = 30 * time.Second
 
 // lostAgent is an agent whose last instance was dropped without a clean
-// stop, with the card it last had.
+// stop, with the cards it last had.
 type lostAgent struct {
 	card a2a.AgentCard
+	ext  *a2a.AgentCard
 	at   time.Time
 }
 
@@ -352,19 +368,19 @@ func (t *Table) dropLocked(key string, now time.Time) {
 	if s == nil || t.lostGrace() < 0 || t.listedLocked(s.e.Agent) {
 		return
 	}
-	t.loseLocked(s.e.Agent, s.e.Card, now)
+	t.loseLocked(s.e, now)
 }
 
 // loseLocked starts the grace of agent, which just lost its last listed
 // instance without a clean stop. t.mu is held.
-func (t *Table) loseLocked(agent string, card a2a.AgentCard, now time.Time) {
+func (t *Table) loseLocked(e Entry, now time.Time) {
 	if t.lostGrace() < 0 {
 		return
 	}
 	if t.lost == nil {
 		t.lost = map[string]lostAgent{}
 	}
-	t.lost[agent] = lostAgent{card: card, at: now}
+	t.lost[e.Agent] = lostAgent{card: e.Card, ext: e.ExtendedCard, at: now}
 }
 
 func (t *Table) lostGrace() time.Duration {
@@ -590,6 +606,13 @@ func (t *Table) Ready() <-chan struct{} { return t.ready }
 // LostGrace (its sends wait in its queue for a worker). Its cost does not
 // grow with the size of the table.
 func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
+	c, _, ok := t.Cards(agent)
+	return c, ok
+}
+
+// Cards returns what Lookup does and the agent's extended card, nil when
+// its newest instance registered none.
+func (t *Table) Cards(agent string) (card a2a.AgentCard, ext *a2a.AgentCard, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var best *slot
@@ -600,11 +623,11 @@ func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 	}
 	if best == nil {
 		if l, ok := t.lost[agent]; ok && time.Since(l.at) < t.lostGrace() {
-			return l.card, true
+			return l.card, l.ext, true
 		}
-		return a2a.AgentCard{}, false
+		return a2a.AgentCard{}, nil, false
 	}
-	return best.e.Card, true
+	return best.e.Card, best.e.ExtendedCard, true
 }
 
 // Agents returns the listed agents' names and cards, sorted by name.

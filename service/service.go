@@ -50,7 +50,12 @@ type Config struct {
 	// FailoverBudget is how long a call or a stream rides out a failover
 	// of JetStream before it answers -32000 (nil: bus.FailoverBudget).
 	FailoverBudget func() time.Duration
-	Logger         *slog.Logger
+	// SkillVisible reports whether principal may see a skill that agent's
+	// extended card lists and its public card does not (nil: every
+	// caller sees every skill). GetExtendedAgentCard leaves out the
+	// others (extendedcard.go).
+	SkillVisible func(principal, agent, skill string) bool
+	Logger       *slog.Logger
 }
 
 // Service serves the A2A operations over the bus. It holds no state of

@@ -115,7 +115,7 @@ func TestSendErrors(t *testing.T) {
 	_, err = svc.GetTaskPushNotificationConfig(ctx, &service.PushConfigRequest{TaskID: "t"})
 	requireCode(t, err, a2a.CodePushNotificationNotSupported)
 	_, err = svc.GetExtendedAgentCard(ctx, &service.GetExtendedAgentCardRequest{})
-	requireCode(t, err, a2a.CodeExtendedCardNotConfigured)
+	requireCode(t, err, a2a.CodeUnsupportedOperation)
 }
 
 // collect reads a stream to its end.

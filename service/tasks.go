@@ -289,21 +289,6 @@ func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, state a2a.Ta
 	return n, err
 }
 
-// GetExtendedAgentCardRequest is the request of GetExtendedAgentCard.
-type GetExtendedAgentCardRequest struct {
-	Tenant string `json:"tenant,omitempty"`
-}
-
-// GetExtendedAgentCard answers that the mesh has no extended card.
-func (s *Service) GetExtendedAgentCard(ctx context.Context, req *GetExtendedAgentCardRequest) (_ *a2a.AgentCard, err error) {
-	c, err := s.resolve(ctx, req.Tenant, "", false)
-	defer func() { err = s.answer(ctx, c, err) }()
-	if err != nil {
-		return nil, err
-	}
-	return nil, a2a.ErrExtendedCardNotConfigured
-}
-
 func statusTime(r *bus.TaskRecord) time.Time {
 	for _, s := range []string{r.Task.Status.Timestamp, r.Updated, r.Created} {
 		if t, err := a2a.ParseTime(s); err == nil {

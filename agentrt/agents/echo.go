@@ -10,11 +10,30 @@ import (
 // Echo answers with the text and data parts it got, as one artifact.
 type Echo struct{}
 
-// Card describes echo.
+// Card describes echo. It declares an extended card (ExtendedCard).
 func (Echo) Card() a2a.AgentCard {
-	return card("echo", "Answers with the text and data it receives, as an artifact.",
-		a2a.AgentSkill{ID: "echo", Name: "Echo", Description: "Repeats the message's text and data parts.",
-			Tags: []string{"test", "echo"}, Examples: []string{"hello"}})
+	c := card("echo", "Answers with the text and data it receives, as an artifact.", echoSkill)
+	c.Capabilities.ExtendedAgentCard = a2a.Bool(true)
+	return c
+}
+
+var echoSkill = a2a.AgentSkill{ID: "echo", Name: "Echo", Description: "Repeats the message's text and data parts.",
+	Tags: []string{"test", "echo"}, Examples: []string{"hello"}}
+
+// EchoDataSkill is the skill echo's extended card adds to its public card.
+const EchoDataSkill = "echo-data"
+
+// ExtendedCard is echo's extended agent card, served to authenticated
+// callers (GetExtendedAgentCard): the public card with one more skill,
+// which the edge's auth file may hide from some principals.
+func (e Echo) ExtendedCard() *a2a.AgentCard {
+	c := e.Card()
+	c.Description += " Authenticated callers also learn that structured data comes back unchanged."
+	c.Skills = append(c.Skills, a2a.AgentSkill{ID: EchoDataSkill, Name: "Echo data",
+		Description: "Returns application/json data parts as they were sent, in the same artifact.",
+		Tags:        []string{"test", "echo", "data"}, InputModes: []string{"application/json"},
+		OutputModes: []string{"application/json"}})
+	return &c
 }
 
 // Run echoes the message.
@@ -33,3 +52,5 @@ func (Echo) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter
 	}
 	return w.Complete("")
 }
+
+var _ agentrt.ExtendedCarder = Echo{}

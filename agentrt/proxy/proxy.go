@@ -89,17 +89,21 @@ type Agent struct {
 	card      atomic.Pointer[a2a.AgentCard] // replaced by RefreshCard
 	check     atomic.Pointer[registry.CardCheck]
 	checker   *cardChecker
-	require   bool              // Config.RequireSignedCard
-	url       string            // where the card was fetched
-	cardOpts  []client.Option   // how to fetch it again
-	iface     upstreamInterface // where and how it forwards
+	require   bool                          // Config.RequireSignedCard
+	ext       atomic.Pointer[a2a.AgentCard] // the upstream's extended card (nil: none); replaced by RefreshCard
+	url       string                        // where the card was fetched
+	cardOpts  []client.Option               // how to fetch it again
+	iface     upstreamInterface             // where and how it forwards
 	streaming bool
 	cl        *client.Client
 	kv        bus.KV
 	log       *slog.Logger
 }
 
-var _ agentrt.Agent = (*Agent)(nil)
+var (
+	_ agentrt.Agent          = (*Agent)(nil)
+	_ agentrt.ExtendedCarder = (*Agent)(nil)
+)
 
 // New fetches the upstream agent's card and prepares to forward to it.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
@@ -182,9 +186,32 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	mc := meshCard(*card, name)
 	a.card.Store(&mc)
 	a.check.Store(check)
+	a.ext.Store(a.fetchExtended(ctx, card))
 	a.log.Info("proxying agent", "protocol", iface.Version, "streaming", a.streaming, "card_signature", check.Status)
 	return a, nil
 }
+
+// fetchExtended reads the upstream's extended card, with the worker's
+// upstream credentials (Config.Header), when its card declares one: the
+// card edges serve to the mesh's authenticated callers. nil when it
+// declares none, or the call failed (logged; edges then answer -32007
+// until a refresh gets it).
+func (a *Agent) fetchExtended(ctx context.Context, card *a2a.AgentCard) *a2a.AgentCard {
+	if !card.DeclaresExtendedCard() {
+		return nil
+	}
+	ext, err := a.cl.ExtendedCard(ctx)
+	if err != nil {
+		a.log.Warn("the agent's card declares an extended card, but fetching it failed; edges answer -32007 for it until a refresh gets it", "err", err)
+		return nil
+	}
+	mc := meshCard(*ext, a.name)
+	return &mc
+}
+
+// ExtendedCard is the upstream's extended card as registered in the mesh
+// (nil: none), read at every registry heartbeat (agentrt.ExtendedCarder).
+func (a *Agent) ExtendedCard() *a2a.AgentCard { return a.ext.Load() }
 
 // Close releases the upstream client's connections (a gRPC upstream's);
 // the agent must not run after.
@@ -237,6 +264,7 @@ func (a *Agent) RefreshCard(ctx context.Context) error {
 	if old := a.check.Swap(check); old.Status != check.Status {
 		a.log.Info("the agent card's signature check changed", "was", old.Status, "now", check.Status, "err", check.Error)
 	}
+	a.ext.Store(a.fetchExtended(ctx, card))
 	return nil
 }
 
@@ -386,14 +414,15 @@ func MeshName(cardName string) string {
 // meshCard is the card registered for the agent: the upstream's, with
 // what belongs to the upstream's own front door removed. Edges rewrite
 // the interfaces to their public URL and speak for the mesh's security and
-// push support.
+// push support. Whether the agent has an extended card is kept, in the
+// 1.0 field.
 func meshCard(c a2a.AgentCard, name string) a2a.AgentCard {
 	c.Name = name
 	c.SupportedInterfaces = nil
 	c.URL, c.PreferredTransport, c.AdditionalInterfaces, c.ProtocolVersion = "", "", nil, ""
 	c.SecuritySchemes, c.SecurityReqs = nil, nil
+	c.Capabilities.ExtendedAgentCard = a2a.Bool(c.DeclaresExtendedCard())
 	c.SupportsAuthenticatedExtendedCard = nil
-	c.Capabilities.ExtendedAgentCard = nil
 	c.Capabilities.PushNotifications = nil
 	c.Capabilities.Streaming = a2a.Bool(true) // the mesh streams every agent
 	c.Signatures = nil                        // edges sign the card they serve

@@ -46,6 +46,9 @@ type upstreamOpts struct {
 	// grpcHost, when set, is the host the card names for a gRPC
 	// interface (the server listens on 127.0.0.1 anyway).
 	grpcHost string
+	// ext, when set, is the upstream's extended card (its card declares
+	// it).
+	ext *goa2a.AgentCard
 }
 
 func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *upstream {
@@ -53,7 +56,11 @@ func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *ups
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	u := &upstream{URL: "http://" + ln.Addr().String()}
-	handler := a2asrv.NewHandler(exec, a2asrv.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	hopts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	if o.ext != nil {
+		hopts = append(hopts, a2asrv.WithExtendedAgentCard(o.ext))
+	}
+	handler := a2asrv.NewHandler(exec, hopts...)
 	iface := &goa2a.AgentInterface{URL: u.URL + "/rpc", ProtocolBinding: goa2a.TransportProtocolJSONRPC, ProtocolVersion: goa2a.Version}
 	if o.version == "0.3" {
 		iface.ProtocolVersion = a2av0.Version
@@ -72,7 +79,7 @@ func startUpstream(t *testing.T, exec a2asrv.AgentExecutor, o upstreamOpts) *ups
 	card := &goa2a.AgentCard{
 		Name: "Upstream Agent", Description: "an a2a-go agent behind a proxy worker", Version: "1.0.0",
 		SupportedInterfaces: []*goa2a.AgentInterface{iface},
-		Capabilities:        goa2a.AgentCapabilities{Streaming: o.streaming},
+		Capabilities:        goa2a.AgentCapabilities{Streaming: o.streaming, ExtendedAgentCard: o.ext != nil},
 		DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
 		Skills: []goa2a.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}}},
 	}

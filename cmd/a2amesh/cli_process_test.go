@@ -284,7 +284,7 @@ func TestCLIProcess(t *testing.T) {
 		keyEnv := cliEnv(urlEnv+"="+m.URL(), apiKeyEnv+"="+key)
 
 		// Without a key: a sentence, not a JSON document.
-		for _, args := range [][]string{{"send", "hi"}, {"stream", "hi"}, {"get", "some-task"}, {"cancel", "some-task"}} {
+		for _, args := range [][]string{{"send", "hi"}, {"stream", "hi"}, {"get", "some-task"}, {"cancel", "some-task"}, {"card", "--agent", "echo", "--extended"}} {
 			r := runBin(t, bin, menv, args...)
 			assert.Equal(t, 1, r.code, args)
 			assert.Contains(t, r.stderr, "requires an API key (HTTP 401)", args)
@@ -299,6 +299,14 @@ func TestCLIProcess(t *testing.T) {
 		r = runBin(t, bin, keyEnv, "card", "--agent", "ask")
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "Name:         ask")
+		r = runBin(t, bin, keyEnv, "card", "--agent", "echo")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.NotContains(t, r.stdout, "echo-data", "the public card")
+		for _, binding := range []string{"jsonrpc", "rest"} { // this edge serves no gRPC
+			r = runBin(t, bin, keyEnv, "card", "--agent", "echo", "--extended", "--binding", binding)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Contains(t, r.stdout, "echo-data", "the extended card over %s", binding)
+		}
 		r = runBin(t, bin, keyEnv, "send", "hi")
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "completed")

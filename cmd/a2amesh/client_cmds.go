@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -417,12 +418,17 @@ func cliCard(c *cli, ctx context.Context, args []string) error {
 			"Without --agent, the card at --url: the mesh's own card for a bare mesh URL\n"+
 			"(<url>/.well-known/agent-card.json), which lists every agent as a skill.", "",
 		"show this agent's card, <url>/agents/NAME/.well-known/agent-card.json\n(default: the card at --url)")
+	extended := f.fs.Bool("extended", false,
+		"show the agent's extended card (GetExtendedAgentCard, over --binding), as the\nmesh shows it to --api-key's principal")
 	pos, done, err := c.parse(f, args)
 	if done || err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return c.usageErr(f, "unexpected argument %q", pos[0])
+	}
+	if *extended {
+		return cliExtendedCard(c, ctx, f)
 	}
 	u, err := cardURL(f.url, f.agent, f.agentSet)
 	if err != nil {
@@ -438,6 +444,32 @@ func cliCard(c *cli, ctx context.Context, args []string) error {
 	card, err := client.Card(ctx, u, f.clientOptions()...)
 	if err != nil {
 		return explain(ctx, err, u, f)
+	}
+	printCard(c.out, card)
+	return nil
+}
+
+// cliExtendedCard prints the extended card of the agent f names.
+func cliExtendedCard(c *cli, ctx context.Context, f *commonFlags) error {
+	endpoint, err := taskURL(f.url, f.agent, f.agentSet)
+	if err != nil {
+		return err
+	}
+	cl, err := f.newClient(ctx, endpoint)
+	if err != nil {
+		return explain(ctx, err, endpoint, f)
+	}
+	defer cl.Close()
+	card, err := cl.ExtendedCard(ctx)
+	if err != nil {
+		return explain(ctx, err, endpoint, f)
+	}
+	if f.json {
+		raw, err := json.Marshal(card)
+		if err != nil {
+			return err
+		}
+		return writeIndented(c.out, raw)
 	}
 	printCard(c.out, card)
 	return nil

@@ -172,14 +172,17 @@ func envFloat(key string, def float64) float64 {
 // read gets a warning on log.
 func loadAuth(file, list string, log *slog.Logger) (*edge.Auth, error) {
 	creds := map[string][]string{}
+	var skills map[string][]string // skills= of the file's lines
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--auth-file: %w", err)
 		}
-		if creds, err = edge.ParseCredentials(string(b)); err != nil {
+		parsed, err := edge.ParseAuthText(string(b))
+		if err != nil {
 			return nil, fmt.Errorf("--auth-file %s: %w", file, err)
 		}
+		creds, skills = parsed.Secrets, parsed.Skills
 		if len(creds) == 0 {
 			return nil, fmt.Errorf("--auth-file %s: no credentials in it (want \"principal secret\" lines); refusing to start without auth when auth was asked for", file)
 		}
@@ -203,7 +206,7 @@ func loadAuth(file, list string, log *slog.Logger) (*edge.Auth, error) {
 	if len(creds) == 0 {
 		return nil, nil
 	}
-	return edge.NewAuth(creds)
+	return edge.NewAuthFrom(edge.Credentials{Secrets: creds, Skills: skills})
 }
 
 // grace is the registry table's LostGrace the flags ask for.

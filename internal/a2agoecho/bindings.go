@@ -15,6 +15,9 @@ import (
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // RESTPath is where StartBinding serves the HTTP+JSON binding, relative
@@ -34,6 +37,12 @@ type Options struct {
 	Name string
 	// Logger gets the SDK's logs; nil logs warnings and worse to stderr.
 	Logger *slog.Logger
+	// ExtendedCard, when set, is served by GetExtendedAgentCard
+	// (a2asrv.WithExtendedAgentCard), and the card declares it.
+	ExtendedCard *a2a.AgentCard
+	// Authorization, when set, is the Authorization header value every
+	// A2A call must carry (the card stays public); others get 401.
+	Authorization string
 }
 
 // Server is an agent StartBinding serves.
@@ -73,7 +82,11 @@ func StartBinding(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("a2agoecho: listen: %w", err)
 	}
 	s := &Server{URL: "http://" + ln.Addr().String()}
-	handler := a2asrv.NewHandler(o.Executor, a2asrv.WithLogger(o.Logger))
+	hopts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(o.Logger)}
+	if o.ExtendedCard != nil {
+		hopts = append(hopts, a2asrv.WithExtendedAgentCard(o.ExtendedCard))
+	}
+	handler := a2asrv.NewHandler(o.Executor, hopts...)
 	mux := http.NewServeMux()
 	var gsrv *grpc.Server
 	var gln net.Listener
@@ -91,7 +104,16 @@ func StartBinding(ctx context.Context, o Options) (*Server, error) {
 			return nil, fmt.Errorf("a2agoecho: listen: %w", err)
 		}
 		s.Endpoint = gln.Addr().String()
-		gsrv = grpc.NewServer()
+		var gopts []grpc.ServerOption
+		if o.Authorization != "" {
+			gopts = append(gopts, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if md, _ := metadata.FromIncomingContext(ctx); len(md.Get("authorization")) == 0 || md.Get("authorization")[0] != o.Authorization {
+					return nil, status.Error(codes.Unauthenticated, "authorization required")
+				}
+				return h(ctx, req)
+			}))
+		}
+		gsrv = grpc.NewServer(gopts...)
 		a2agrpc.NewHandler(handler).RegisterWith(gsrv)
 	default:
 		_ = ln.Close()
@@ -104,7 +126,7 @@ func StartBinding(ctx context.Context, o Options) (*Server, error) {
 		SupportedInterfaces: []*a2a.AgentInterface{
 			{URL: s.Endpoint, ProtocolBinding: binding, ProtocolVersion: a2a.Version},
 		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: o.Streaming},
+		Capabilities:       a2a.AgentCapabilities{Streaming: o.Streaming, ExtendedAgentCard: o.ExtendedCard != nil},
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills: []a2a.AgentSkill{{
@@ -112,9 +134,19 @@ func StartBinding(ctx context.Context, o Options) (*Server, error) {
 		}},
 	}
 	mux.Handle("GET /.well-known/agent-card.json", a2asrv.NewStaticAgentCardHandler(card))
+	var h http.Handler = mux
+	if o.Authorization != "" {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/.well-known/agent-card.json" && r.Header.Get("Authorization") != o.Authorization {
+				http.Error(w, "authorization required", http.StatusUnauthorized)
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
 
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
