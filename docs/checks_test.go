@@ -322,6 +322,14 @@ func examplesChecks() []*check {
 			}
 		}},
 
+		// docs/cards.md: the card's caching headers.
+		{file: "docs/cards.md", match: re(`grep -i -E 'etag\|cache-control'`), fn: func(t *testing.T, _ *session, r result) {
+			out := strings.ToLower(r.out)
+			if !strings.Contains(out, "etag: \"") || !strings.Contains(out, "cache-control: public, max-age=60") {
+				t.Errorf("the card's headers lack its ETag or Cache-Control: %s", r.out)
+			}
+		}},
+
 		// docs/push.md: the receiver the example names gets the events.
 		{file: "docs/push.md", match: re(`"token":"t-1"`), fn: func(t *testing.T, s *session, _ result) {
 			s.push.wait(t, "t-1", "")

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,8 @@ type cardSigner struct {
 	keys    *cardsig.Keys
 	rev     uint64
 	checked time.Time
+
+	sigCache sigCache
 }
 
 // errCardKeys answers a card request while the key set cannot be read.
@@ -119,12 +122,60 @@ func (e *Edge) signCard(r *http.Request, card a2a.AgentCard) (a2a.AgentCard, err
 	if err != nil {
 		return card, err
 	}
-	sigs, err := keys.SignCard(doc, e.baseURL(r)+JWKSPath)
+	jku := e.baseURL(r) + JWKSPath
+	sigs, err := e.cardSigner.sigCache.get(keys, jku, doc)
 	if err != nil {
-		return card, err
+		// A card the proto reading refuses (an agent registered a value
+		// of the wrong type) cannot be signed; it is served unsigned
+		// rather than failing every card list it is in.
+		e.log.Error("agent card served unsigned: it cannot be signed", "agent", card.Name, "err", err)
+		return card, nil
 	}
 	card.Signatures = sigs
 	return card, nil
+}
+
+// sigCacheMax bounds the signatures an edge keeps (one set per distinct
+// card document and public URL); past it the cache starts over.
+const sigCacheMax = 8192
+
+// sigCache keeps the signatures of the cards an edge served: a card is
+// signed again only when its bytes or the keys change, so GET /agents on
+// a large fleet costs a hash per card, not a canonicalization and an
+// ECDSA signature. (Signatures are deterministic: the cache changes no
+// byte served.)
+type sigCache struct {
+	mu   sync.Mutex
+	keys *cardsig.Keys // the key set the entries were made with
+	m    map[[sha256.Size]byte][]a2a.AgentCardSignature
+}
+
+func (c *sigCache) get(keys *cardsig.Keys, jku string, doc []byte) ([]a2a.AgentCardSignature, error) {
+	h := sha256.New()
+	h.Write([]byte(jku))
+	h.Write([]byte{0})
+	h.Write(doc)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	c.mu.Lock()
+	if c.keys == keys {
+		if sigs, ok := c.m[k]; ok {
+			c.mu.Unlock()
+			return sigs, nil
+		}
+	}
+	c.mu.Unlock()
+	sigs, err := keys.SignCard(doc, jku)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys != keys || len(c.m) >= sigCacheMax {
+		c.keys, c.m = keys, map[[sha256.Size]byte][]a2a.AgentCardSignature{}
+	}
+	c.m[k] = sigs
+	return sigs, nil
 }
 
 // serveKeySet serves the JWK Set cards and push notifications verify

@@ -62,7 +62,7 @@ type Config struct {
 	Push PushConfig
 	// PushDeliverer, when set, is the push deliverer its host runs beside
 	// the edge (push.Deliverer.Run): the edge serves the push-config
-	// methods from its store and /.well-known/jwks.json from its key set,
+	// methods from its store and lists its key in /.well-known/jwks.json,
 	// and waits for it to run before it is ready (nil: push off).
 	PushDeliverer *push.Deliverer
 	// CardKeys, when set, are the keys cards are signed with (the same on

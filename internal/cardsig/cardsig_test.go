@@ -214,3 +214,29 @@ func TestRotation(t *testing.T) {
 		t.Fatalf("a second rotation kept %v", got)
 	}
 }
+
+// FuzzVerifyCard: whatever a card document holds (a proxy reads it from
+// the network), canonicalizing and verifying it returns, without panic.
+func FuzzVerifyCard(f *testing.F) {
+	k, err := Generate()
+	if err != nil {
+		f.Fatal(err)
+	}
+	sigs, err := k.SignCard([]byte(testCard), "https://mesh.example/.well-known/jwks.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal([]byte(testCard), &m)
+	m["signatures"] = sigs
+	signedDoc, _ := json.Marshal(m)
+	f.Add(signedDoc)
+	f.Add([]byte(testCard))
+	f.Add([]byte(`{"a":[1e400]}`))
+	f.Add([]byte(`{"signatures":[{"protected":"e30","signature":"AA"}]}`))
+	set := k.JWKS()
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		_, _ = Canonicalize(doc)
+		_, _ = VerifyCard(doc, set)
+	})
+}
