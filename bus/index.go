@@ -484,26 +484,30 @@ func (b *Bus) backfillIndex(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// indexEntryOf returns the index entry of the task whose creation event
-// is m: its record (agent, owner, context and id, enough to remove the
-// entry) and when the entry was written, zero when it has none (or m is
-// not a creation).
-func (b *Bus) indexEntryOf(ctx context.Context, m *jetstream.RawStreamMsg) (*TaskRecord, time.Time, error) {
+// creationRecord is the task a log's creation event m records, with its
+// agent and owner: enough to name its index entry (nil when m is not a
+// creation).
+func creationRecord(m *jetstream.RawStreamMsg) *TaskRecord {
 	var ev a2a.StreamResponse
 	if json.Unmarshal(m.Data, &ev) != nil || ev.Task == nil {
-		return nil, time.Time{}, nil
+		return nil
 	}
 	rec := &TaskRecord{Task: *ev.Task, Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner)}
 	if !ValidToken(rec.Agent) || !ValidToken(rec.Task.ID) {
-		return nil, time.Time{}, nil
+		return nil
 	}
+	return rec
+}
+
+// indexEntryTime is when rec's index entry was written (zero: it has none).
+func (b *Bus) indexEntryTime(ctx context.Context, rec *TaskRecord) (time.Time, error) {
 	e, err := b.indexStream.GetLastMsgForSubject(ctx, indexSubject(rec))
 	switch {
 	case err == nil:
-		return rec, e.Time, nil
+		return e.Time, nil
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return rec, time.Time{}, nil
+		return time.Time{}, nil
 	default:
-		return nil, time.Time{}, err
+		return time.Time{}, err
 	}
 }

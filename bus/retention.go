@@ -84,7 +84,7 @@ const (
 	orphanScan = 4_000
 	// orphanSlack is how many more logs than snapshots the events may
 	// hold before a pass looks for orphaned logs (logs whose snapshot is
-	// being stored are counted too).
+	// being stored are counted too), at most 1% of MaxTasks.
 	orphanSlack = 256
 	// trimCheck bounds the evictions a pass makes between reads of the
 	// levels.
@@ -229,7 +229,7 @@ func (b *Bus) Run(ctx context.Context) error {
 		next := trimEvery
 		if b.holdLease(ctx, leaseTrim) {
 			tctx, cancel := context.WithTimeout(ctx, trimPassTimeout)
-			st, _ := b.trim(tctx)
+			st, _ := b.trim(tctx, func() bool { return b.holdLease(tctx, leaseTrim) })
 			cancel()
 			next = pace.next(st, b.cfg.MaxTasks)
 		}
@@ -279,11 +279,13 @@ func (p *trimPace) next(st trimState, maxTasks int64) time.Duration {
 // tasks (and orphaned logs) it removed. Every process opening the bus runs
 // it every few seconds (Run); running it from several at once is safe.
 func (b *Bus) Trim(ctx context.Context) (int, error) {
-	st, err := b.trim(ctx)
+	st, err := b.trim(ctx, nil)
 	return st.removed, err
 }
 
-func (b *Bus) trim(ctx context.Context) (trimState, error) {
+// trim is Trim; renew, when not nil, is called between batches and ends
+// the pass when it reports the lease lost.
+func (b *Bus) trim(ctx context.Context, renew func() bool) (trimState, error) {
 	var st trimState
 	kvs, err := b.js.Stream(ctx, kvStreamName)
 	if err != nil {
@@ -312,7 +314,8 @@ func (b *Bus) trim(ctx context.Context) (trimState, error) {
 	// when tasks come faster than passes), or whose creator died before
 	// storing the snapshot, go too, a bounded number a pass, whenever
 	// there are more logs than snapshots.
-	if eventsOver || tasksOver || logs > snaps+orphanSlack {
+	slack := uint64(max(1, min(orphanSlack, b.cfg.MaxTasks/100)))
+	if eventsOver || logs > snaps+slack {
 		n, err := b.sweepOrphans(ctx)
 		st.removed += n
 		if err != nil {
@@ -346,10 +349,23 @@ func (b *Bus) trim(ctx context.Context) (trimState, error) {
 	left := 0
 	for i := 0; i < trimBatch; i++ {
 		if left <= 0 {
-			tasksOver, eventsOver, snaps, oldest, _, err := over()
+			tasksOver, eventsOver, snaps, oldest, logs, err := over()
 			if err != nil || !tasksOver && !eventsOver || snaps == 0 {
 				// (No snapshot left: the events are live or young orphans.)
 				return st, err
+			}
+			if i > 0 && renew != nil && !renew() {
+				return st, nil // another process trims now
+			}
+			// Still over the mark after a batch: the bucket's bound may
+			// be dropping snapshots under this pass, so their logs go
+			// too as they come of age, not only at the next pass.
+			if i > 0 && logs > snaps+slack {
+				n, err := b.sweepOrphans(ctx)
+				st.removed += n
+				if err != nil {
+					return st, err
+				}
 			}
 			first, left = max(first, oldest), 1
 			if tasksOver && !eventsOver {
@@ -408,7 +424,13 @@ func (b *Bus) trim(ctx context.Context) (trimState, error) {
 // requests, where one get each made reading a batch take longer than
 // evicting it on a loaded server.
 func (b *Bus) oldestSnapshots(ctx context.Context, first uint64, n int) ([]*jetstream.RawStreamMsg, error) {
-	c, err := b.js.CreateConsumer(ctx, kvStreamName, jetstream.ConsumerConfig{
+	return b.readFront(ctx, kvStreamName, first, n)
+}
+
+// readFront reads up to n messages of stream from sequence first on, in
+// order, through one short-lived consumer.
+func (b *Bus) readFront(ctx context.Context, stream string, first uint64, n int) ([]*jetstream.RawStreamMsg, error) {
+	c, err := b.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       max(first, 1),
@@ -422,7 +444,7 @@ func (b *Bus) oldestSnapshots(ctx context.Context, first uint64, n int) ([]*jets
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 		defer cancel()
-		_ = b.js.DeleteConsumer(dctx, kvStreamName, c.CachedInfo().Name)
+		_ = b.js.DeleteConsumer(dctx, stream, c.CachedInfo().Name)
 	}()
 	n = min(n, int(c.CachedInfo().NumPending))
 	batch := make([]*jetstream.RawStreamMsg, 0, n)
@@ -438,7 +460,7 @@ func (b *Bus) oldestSnapshots(ctx context.Context, first uint64, n int) ([]*jets
 				continue
 			}
 			got++
-			batch = append(batch, &jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: meta.Sequence.Stream, Data: m.Data(), Time: meta.Timestamp})
+			batch = append(batch, &jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: meta.Sequence.Stream, Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp})
 		}
 		if err := msgs.Error(); err != nil {
 			return batch, err
@@ -451,7 +473,7 @@ func (b *Bus) oldestSnapshots(ctx context.Context, first uint64, n int) ([]*jets
 }
 
 // evictParallel bounds the evictions Trim runs at once.
-const evictParallel = 16
+const evictParallel = 32
 
 // evictAll evicts the tasks of the oldest snapshots batch, evictParallel
 // at a time, and returns how many it removed and the first error.
@@ -557,20 +579,17 @@ func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
 	}
 	grace := time.Duration(orphanGrace.Load())
 	// The logs at the front whose first event is older than the grace:
-	// read in order (one request each), then judged several at once.
+	// read in order through one consumer, then judged several at once.
+	if ei.State.Msgs == 0 {
+		return 0, nil
+	}
+	msgs, err := b.readFront(ctx, StreamEvents, ei.State.FirstSeq, orphanScan)
+	if err != nil {
+		return 0, err
+	}
 	var front []*jetstream.RawStreamMsg
 	seen := map[string]bool{}
-	seq := ei.State.FirstSeq
-	for n := 0; n < orphanScan; n++ {
-		// Every subject of the stream is a log: ">" (see Trim).
-		m, err := b.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		seq = m.Sequence + 1
+	for _, m := range msgs {
 		if time.Since(m.Time) < grace {
 			break // the rest is younger still
 		}
@@ -615,25 +634,22 @@ func (b *Bus) sweepOrphan(ctx context.Context, m *jetstream.RawStreamMsg, grace 
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, err
 	}
-	// A task whose snapshot is not stored yet (StartTask stores it
-	// while the send enqueues) has a fresh index entry: not an
-	// orphan. One whose snapshot the bucket's bound dropped keeps
-	// an old entry, which goes with its log.
-	rec, indexed, err := b.indexEntryOf(ctx, m)
-	if err != nil {
-		return false, err
-	}
-	if !indexed.IsZero() && time.Since(indexed) < grace {
-		return false, nil
-	}
 	last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
 	if err != nil || time.Since(last.Time) < grace {
 		return false, nil
 	}
-	// A task that has not ended may have its turn queued: its
-	// snapshot was refused (the store was full) after its work was
-	// enqueued, and it runs once space returns. Not an orphan.
+	rec := creationRecord(m)
 	if rec != nil && !endedLog(last) {
+		// A task whose snapshot is not stored yet (StartTask stores it
+		// while the send enqueues) has a fresh index entry; one whose
+		// snapshot was refused (the store was full) after its work was
+		// enqueued runs once space returns. Neither is an orphan. (A
+		// task that ended is neither; a log that does not start with a
+		// task's creation has no entry or work to look for.)
+		written, err := b.indexEntryTime(ctx, rec)
+		if err != nil || !written.IsZero() && time.Since(written) < grace {
+			return false, err
+		}
 		if queued, err := b.Queued(ctx, rec.Agent, id); err != nil || queued {
 			return false, nil
 		}
@@ -641,7 +657,8 @@ func (b *Bus) sweepOrphan(ctx context.Context, m *jetstream.RawStreamMsg, grace 
 	if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject)); err != nil {
 		return false, err
 	}
-	if !indexed.IsZero() {
+	// Its index entry, if the bucket's bound left one.
+	if rec != nil {
 		if err := b.removeIndex(ctx, rec); err != nil {
 			return true, err
 		}
