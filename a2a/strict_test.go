@@ -82,6 +82,7 @@ var strictNotDecoded = map[string]string{
 	"AgentCapabilities":       "agent cards are not request params",
 	"AgentSkill":              "agent cards are not request params",
 	"AgentCard":               "agent cards are not request params",
+	"AgentCardSignature":      "agent cards are not request params",
 }
 
 // strictStructTypes lists the struct types declared in the package's

@@ -106,11 +106,11 @@ type natsFlags struct {
 func addNATSFlags(fs *flag.FlagSet) *natsFlags {
 	return &natsFlags{
 		url:      fs.String("nats", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS servers, comma-separated (env NATS_URL)"),
-		creds:    fs.String("nats-creds", envOr("NATS_CREDS", ""), "NATS credentials file (env NATS_CREDS)"),
-		token:    fs.String("nats-token", envOr("NATS_TOKEN", ""), "NATS token (env NATS_TOKEN)"),
-		ca:       fs.String("nats-ca", envOr("NATS_CA", ""), "CA file to verify NATS servers over TLS (env NATS_CA)"),
-		cert:     fs.String("nats-cert", envOr("NATS_CERT", ""), "client certificate for mutual TLS (env NATS_CERT)"),
-		key:      fs.String("nats-key", envOr("NATS_KEY", ""), "client key for mutual TLS (env NATS_KEY)"),
+		creds:    fs.String("nats-creds", envOr("NATS_CREDS", ""), "NATS credentials file (env NATS_CREDS; none: no credentials)"),
+		token:    fs.String("nats-token", envOr("NATS_TOKEN", ""), "NATS token (env NATS_TOKEN; none: no token)"),
+		ca:       fs.String("nats-ca", envOr("NATS_CA", ""), "CA file to verify NATS servers over TLS (env NATS_CA; none: the system's roots when the URL is tls://)"),
+		cert:     fs.String("nats-cert", envOr("NATS_CERT", ""), "client certificate for mutual TLS (env NATS_CERT; none: no client certificate)"),
+		key:      fs.String("nats-key", envOr("NATS_KEY", ""), "client key for mutual TLS (env NATS_KEY; none: no client certificate)"),
 		replicas: fs.Int("replicas", envInt("A2AMESH_REPLICAS", 1), "replicas of every stream and bucket: 1, or 3 on a cluster (env A2AMESH_REPLICAS)"),
 		// Every process opening the bus configures the streams: give edges
 		// and workers the same retention, or the last one started wins.
