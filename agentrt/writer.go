@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type writer struct {
 	turn    string // message id of the user turn being run
 	timeout time.Duration
 	run     string // this delivery of the work item: "<stream seq>.<delivery>"
+	replies bool   // the agent declares message replies (MessageReplier)
 
 	mu         sync.Mutex
 	rec        *bus.TaskRecord
@@ -154,6 +156,9 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 		u.TaskID, u.ContextID = w.taskID, w.ctxID
 		return w.Artifact(u.Artifact, u.Append, u.LastChunk)
 	case ev.Message != nil:
+		if w.mayReply() {
+			return w.update(w.replyEvent(ev.Message))
+		}
 		return w.update(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
 			TaskID: w.taskID, ContextID: w.ctxID,
 			Status: a2a.TaskStatus{State: a2a.StateCompleted, Message: w.ownMessage(ev.Message), Timestamp: a2a.Now()},
@@ -187,6 +192,12 @@ func (w *writer) ownMessage(m *a2a.Message) *a2a.Message {
 	}
 	c := *m
 	c.TaskID, c.ContextID, c.Role = w.taskID, w.ctxID, a2a.RoleAgent
+	if _, ok := c.Metadata[a2a.ReplyKey]; ok {
+		// the mesh's own marker (replyEvent sets it): an agent cannot
+		// forge a reply
+		c.Metadata = maps.Clone(c.Metadata)
+		delete(c.Metadata, a2a.ReplyKey)
+	}
 	if c.MessageID == "" {
 		c.MessageID = newID()
 	}

@@ -22,7 +22,7 @@ func examplesChecks() []*check {
 	return []*check{
 		// README: the two commands and installing the binary.
 		{file: "README.md", match: re(`^go run \./cmd/a2amesh dev`), fn: func(t *testing.T, s *session, _ result) {
-			wantAgents(t, s.edge, "echo", "slow", "ask", "upper", "planner", "tck")
+			wantAgents(t, s.edge, "echo", "slow", "ask", "upper", "planner", "tck", "hello")
 		}},
 		{file: "README.md", match: re(`^go install \./cmd/a2amesh`), fn: func(t *testing.T, s *session, _ result) {
 			if _, err := os.Stat(filepath.Join(s.dir, "gobin", "a2amesh")); err != nil {

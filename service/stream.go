@@ -49,6 +49,12 @@ func (s *Service) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 		return nil, err
 	}
 	s.activateDeclared(c) // the response's headers go out before the agent runs
+	if p.rec.Task.IsReply() { // a retry of a send answered with a message
+		return replyOnly(p.rec), nil
+	}
+	if s.awaitsReply(c, p.rec) {
+		return s.replyStream(ctx, c, p), nil
+	}
 	if p.sub.Replay {
 		after, ok, err := s.resumePoint(ctx, c, p.rec, lastEventID)
 		if err != nil {
