@@ -13,6 +13,23 @@ package a2a
 // created the task. It is the mesh's own and never reaches a client.
 const ReplyKey = "a2amesh.reply"
 
+// ClaimKey is the metadata key, in the status update a worker starts a run
+// with (a working status), that marks the run of a turn that may still be
+// answered with a message: the agent has not decided yet. Any later event
+// of the turn decides it. Edges strip it; it never reaches a client.
+const ClaimKey = "a2amesh.claim"
+
+// IsClaimEvent reports whether ev is a worker's claim of a turn that may
+// still be answered with a message (see ClaimKey).
+func IsClaimEvent(ev *StreamResponse) bool {
+	su := ev.StatusUpdate
+	if su == nil || su.Status.State != StateWorking || su.Status.Message != nil {
+		return false
+	}
+	v, ok := su.Metadata[ClaimKey].(bool)
+	return ok && v
+}
+
 // MessageRepliesExtension is the URI an agent card lists among its
 // capabilities' extensions when the agent may answer a send with a
 // Message. Edges read it to decide how to answer before the agent has

@@ -94,15 +94,45 @@ func (w *writer) replyEvent(m *a2a.Message) *a2a.StreamResponse {
 
 // mayReply reports whether the turn can still be answered with a message:
 // the agent declares replies, the turn created the task (its history is
-// the one user message), and nothing but a bare working status was
-// recorded since.
+// the one user message), and nothing but the run's claim was recorded
+// since.
 func (w *writer) mayReply() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.replies || w.rec == nil {
+	return w.mayReplyLocked()
+}
+
+func (w *writer) mayReplyLocked() bool {
+	if !w.replies || w.decided || w.rec == nil {
 		return false
 	}
 	t := &w.rec.Task
 	return len(t.History) == 1 && t.History[0].MessageID == w.turn && len(t.Artifacts) == 0 &&
 		t.Status.Message == nil && !t.Status.State.Final()
+}
+
+// claim starts the run with a working status. While the turn may still be
+// answered with a message, the status carries a2a.ClaimKey: edges holding
+// back a stream's first event for the agent's decision skip it.
+func (w *writer) claim() error {
+	w.mu.Lock()
+	undecided := w.mayReplyLocked()
+	w.mu.Unlock()
+	if !undecided {
+		return w.Working("")
+	}
+	ev := w.statusEvent(a2a.StateWorking, "")
+	ev.StatusUpdate.Metadata = a2a.Metadata{a2a.ClaimKey: true}
+	return w.update(ev)
+}
+
+// decide records that an agent that may answer with a message answers
+// with the task (its first event was a task or a status without a
+// message, which Event would otherwise skip): a working status without
+// the claim's mark, which tells waiting edges to answer with the task.
+func (w *writer) decide() error {
+	if !w.mayReply() {
+		return nil
+	}
+	return w.Working("")
 }

@@ -380,7 +380,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	stopBeat := w.heartbeat(m)
 	defer stopBeat()
 
-	if err := wr.Working(""); err != nil {
+	if err := wr.claim(); err != nil {
 		if errors.Is(err, ErrTaskClosed) {
 			_ = m.Ack()
 			return

@@ -28,6 +28,7 @@ type writer struct {
 	timeout time.Duration
 	run     string // this delivery of the work item: "<stream seq>.<delivery>"
 	replies bool   // the agent declares message replies (MessageReplier)
+	decided bool   // the run recorded an event after its claim
 
 	mu         sync.Mutex
 	rec        *bus.TaskRecord
@@ -78,6 +79,7 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 		return err
 	}
 	w.rec = rec
+	w.decided = w.claimed // every event after the claim decides the turn
 	w.claimed = true
 	w.busErr = nil
 	if store {
@@ -140,10 +142,10 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 	case ev.StatusUpdate != nil:
 		u := *ev.StatusUpdate
 		if u.Status.State == a2a.StateSubmitted || u.Status.State == a2a.StateUnspecified {
-			return nil
+			return w.decide()
 		}
 		if u.Status.State == a2a.StateWorking && u.Status.Message == nil && w.isWorking() {
-			return nil // the worker marked the task working already
+			return w.decide() // the worker marked the task working already
 		}
 		u.TaskID, u.ContextID = w.taskID, w.ctxID
 		u.Status.Message = w.ownMessage(u.Status.Message)
@@ -171,7 +173,7 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 		}
 		st := ev.Task.Status
 		if st.State == a2a.StateSubmitted || st.State == a2a.StateUnspecified {
-			return nil
+			return w.decide()
 		}
 		return w.Event(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: st, Metadata: ev.Task.Metadata}})
 	}

@@ -367,3 +367,12 @@ func TestMessageReplySurvivesItsWorker(t *testing.T) {
 	}
 	assert.EqualValues(t, 2, ag.runs.Load(), "a retry ran the agent again")
 }
+
+// The JavaScript SDK (@a2a-js/sdk 1.x over JSON-RPC, HTTP+JSON and gRPC;
+// 0.3.x over JSON-RPC) gets hello's message as the answer of a send and
+// as the one event of a stream (integration/node/reply.mjs).
+func TestNodeSDKMessageReply(t *testing.T) {
+	node, dir := requireNode(t)
+	m := meshtest.Start(t, meshtest.WithGRPC())
+	runNodeChecks(t, node, dir, "reply.mjs", m.URL)
+}

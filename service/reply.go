@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -45,12 +44,9 @@ func undecided(t *a2a.Task) bool {
 }
 
 // decides reports whether ev, an event of the log after the send, decides
-// how the send is answered: anything but a working status without a
-// message (the worker's claim of the task).
-func decides(ev *a2a.StreamResponse) bool {
-	su := ev.StatusUpdate
-	return su == nil || su.Status.State != a2a.StateWorking || su.Status.Message != nil
-}
+// how the send is answered: anything but a worker's claim of the turn
+// (a2a.ClaimKey).
+func decides(ev *a2a.StreamResponse) bool { return !a2a.IsClaimEvent(ev) }
 
 // replyEvent is the message a task's reply event carries, as the client
 // gets it, at the event's position.
@@ -69,54 +65,48 @@ func replyOnly(rec *bus.TaskRecord) Stream {
 
 // firstOutput reads task rec's log after the send until the event that
 // decides the answer (see decides), passing keep-alives and a stream
-// error to yield. held is the events read before it and the deciding one
-// (the reply event, or the task's first output), in order; ok is false
-// when no event decided: the stream ended (an error, yield refusing a
-// keep-alive, ctx ending).
-func (s *Service) firstOutput(ctx context.Context, c *Call, rec *bus.TaskRecord, yield func(Event, error) bool) (held []Event, ok bool) {
-	s.pump(ctx, c, rec.Task.ID, rec.LastSeq, 0, func(ev Event, err error) bool {
+// error to yield, and returns that event (the reply event, or the task's
+// first output). ok is false when no event decided: the stream ended (an
+// error, yield refusing a keep-alive, ctx ending).
+func (s *Service) firstOutput(ctx context.Context, c *Call, rec *bus.TaskRecord, yield func(Event, error) bool) (first Event, ok bool) {
+	s.pumpClaims(ctx, c, rec.Task.ID, rec.LastSeq, func(ev Event, err error) bool {
 		if err != nil || ev.Resp == nil {
 			return yield(ev, err)
 		}
-		held = append(held, ev)
-		if decides(ev.Resp) {
-			ok = true
-			return false
+		if !decides(ev.Resp) {
+			return true // a claim: not for the client
 		}
-		return true
+		first, ok = ev, true
+		return false
 	})
-	return held, ok
+	return first, ok
 }
 
 // replyStream is the stream of a send to an agent that may answer with a
 // message, while its turn is undecided: keep-alives until the agent's
 // first output; then the reply as the stream's one event, or the task as
-// the send left it followed by every event since, and the task's events
-// until it settles, as for any stream.
+// the send left it, that first output, and the task's events until it
+// settles, as for any stream. (The worker's claim is not sent: it is
+// only the mark of an undecided turn.)
 func (s *Service) replyStream(ctx context.Context, c *Call, p *sendPlan) Stream {
 	rec := p.rec
 	t := rec.Task.WithHistory(p.historyLength())
 	return func(yield func(Event, error) bool) {
-		held, ok := s.firstOutput(ctx, c, rec, yield)
+		first, ok := s.firstOutput(ctx, c, rec, yield)
 		if !ok {
 			return
 		}
-		if last := held[len(held)-1]; a2a.IsReplyEvent(last.Resp) {
-			yield(replyEvent(rec.Task.ContextID, last.Seq, last.Resp.StatusUpdate), nil)
+		if a2a.IsReplyEvent(first.Resp) {
+			yield(replyEvent(rec.Task.ContextID, first.Seq, first.Resp.StatusUpdate), nil)
 			return
 		}
-		if !yield(Event{Seq: rec.LastSeq, Resp: &a2a.StreamResponse{Task: &t}}, nil) {
+		if !yield(Event{Seq: rec.LastSeq, Resp: &a2a.StreamResponse{Task: &t}}, nil) || !yield(first, nil) {
 			return
 		}
-		for _, ev := range held {
-			if !yield(ev, nil) {
-				return
-			}
-			if su := ev.Resp.StatusUpdate; su != nil && su.Status.State.Final() {
-				return
-			}
+		if su := first.Resp.StatusUpdate; su != nil && su.Status.State.Final() {
+			return
 		}
-		_, _ = s.pump(ctx, c, rec.Task.ID, held[len(held)-1].Seq, 0, yield)
+		_, _ = s.pump(ctx, c, rec.Task.ID, first.Seq, 0, yield)
 	}
 }
 
@@ -133,27 +123,18 @@ func (s *Service) awaitFirstOutput(ctx context.Context, c *Call, rec *bus.TaskRe
 	}
 	start := time.Now()
 	var streamErr error
-	held, ok := s.firstOutput(wctx, c, rec, func(ev Event, err error) bool {
+	_, ok := s.firstOutput(wctx, c, rec, func(ev Event, err error) bool {
 		streamErr = err
 		return err == nil
 	})
-	if streamErr != nil {
+	switch {
+	case streamErr != nil:
 		return nil, streamErr
-	}
-	if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	}
-	if !ok {
+	case !ok:
 		c.Log.Info("non-blocking send to an agent that may answer with a message answered with the task: the agent had no output within the bound",
 			"waited", time.Since(start).Round(time.Millisecond))
 	}
-	out := *rec
-	// fold onto a copy: Apply appends to the history and artifacts
-	out.Task.History = slices.Clone(rec.Task.History)
-	out.Task.Artifacts = slices.Clone(rec.Task.Artifacts)
-	for _, ev := range held {
-		out.Task.Apply(ev.Resp)
-		out.LastSeq = ev.Seq
-	}
-	return &out, nil
+	return s.readTask(ctx, rec.Task.ID)
 }

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
@@ -26,7 +27,7 @@ func (Hello) RepliesWithMessage() bool { return true }
 func (Hello) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
 	text := "hello, " + req.Text()
 	err := agentrt.ReplyText(w, text)
-	if err == agentrt.ErrCannotReply {
+	if errors.Is(err, agentrt.ErrCannotReply) {
 		return w.Complete(text)
 	}
 	return err
