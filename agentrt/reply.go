@@ -94,8 +94,10 @@ func (w *writer) replyEvent(m *a2a.Message) *a2a.StreamResponse {
 
 // mayReply reports whether the turn can still be answered with a message:
 // the agent declares replies, the turn created the task (its history is
-// the one user message), and nothing but the run's claim was recorded
-// since.
+// the one user message), and nothing but claims was recorded since. A
+// run after a crash may reply only if the run before it decided nothing
+// (the task's last event is that run's claim): a stream may have shown
+// the client the task otherwise.
 func (w *writer) mayReply() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -104,6 +106,9 @@ func (w *writer) mayReply() bool {
 
 func (w *writer) mayReplyLocked() bool {
 	if !w.replies || w.decided || w.rec == nil {
+		return false
+	}
+	if !w.rec.Undecided && (w.claimed || w.rec.TurnRuns > 0) {
 		return false
 	}
 	t := &w.rec.Task

@@ -86,3 +86,18 @@ func TestReplyRefusedAfterOutput(t *testing.T) {
 	require.NotNil(t, res.Message, "answered %+v", res.Task)
 	assert.Equal(t, "too late", res.Message.Text())
 }
+
+// A call to an agent that answers with a message, over the bus, gets the
+// task, its status message the reply; Task.Reply returns the message.
+func TestMeshSendToAReplier(t *testing.T) {
+	m := meshtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	task, err := agentrt.NewMesh(m.Bus()).Send(ctx, "hello", a2a.Message{Parts: []a2a.Part{a2a.TextPart("bus")}})
+	require.NoError(t, err)
+	assert.Equal(t, a2a.StateCompleted, task.Status.State)
+	r := task.Reply()
+	require.NotNil(t, r, "the task ended as a message reply: %+v", task.Status)
+	assert.Equal(t, "hello, bus", r.Text())
+	assert.Empty(t, r.TaskID)
+}

@@ -8,8 +8,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,4 +377,96 @@ func TestNodeSDKMessageReply(t *testing.T) {
 	node, dir := requireNode(t)
 	m := meshtest.Start(t, meshtest.WithGRPC())
 	runNodeChecks(t, node, dir, "reply.mjs", m.URL)
+}
+
+// crasher hangs on its first run (the test stops its worker), after
+// deciding to answer with a task when decideFirst is set; a later run
+// replies with a message, or completes the task when that is refused.
+type crasher struct {
+	name        string
+	decideFirst bool
+	started     chan struct{}
+}
+
+func (c *crasher) Card() a2a.AgentCard {
+	card := (&stamper{}).Card()
+	card.Name = c.name
+	return card
+}
+
+func (c *crasher) RepliesWithMessage() bool { return true }
+
+func (c *crasher) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
+	if req.Attempt == 1 {
+		if c.decideFirst {
+			if err := w.Working(""); err != nil {
+				return err
+			}
+		}
+		c.started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	err := agentrt.ReplyText(w, "replied on attempt "+strconv.Itoa(req.Attempt))
+	if errors.Is(err, agentrt.ErrCannotReply) {
+		return w.Complete("completed: the reply was refused")
+	}
+	return err
+}
+
+// A turn whose worker stops mid-run runs again on another worker: a run
+// that decided nothing leaves the new run free to reply, and a streaming
+// send waiting for the decision gets the message; once the first run
+// decided on a task (the stream showed the task), the new run's reply is
+// refused and the task completes as a task, visible.
+func TestMessageReplyAfterWorkerLoss(t *testing.T) {
+	m := startReplyMesh(t)
+	for _, decideFirst := range []bool{false, true} {
+		name := "crasher-" + strconv.FormatBool(decideFirst)
+		t.Run(name, func(t *testing.T) {
+			ag := &crasher{name: name, decideFirst: decideFirst, started: make(chan struct{}, 1)}
+			startAgentWorker := func() func() {
+				w := &agentrt.Worker{Bus: m.Bus(), Name: name, Agent: ag, Concurrency: 1, Timeout: 20 * time.Second,
+					Logger: quietPushLogger()}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- w.Run(ctx) }()
+				stop := sync.OnceFunc(func() {
+					cancel()
+					select {
+					case <-done:
+					case <-time.After(10 * time.Second):
+						t.Error("worker did not stop")
+					}
+				})
+				t.Cleanup(stop)
+				waitAgent(t, m.URL, name)
+				return stop
+			}
+			stop := startAgentWorker()
+			s, id := m.stream(t, "/agents/"+name, v10.stream, sendParams(v10.msg("x"), nil), nil)
+			select {
+			case <-ag.started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the agent never ran")
+			}
+			stop()
+			startAgentWorker()
+			frames := s.readAll(t, v10, id, 20)
+			require.NotEmpty(t, frames)
+			if !decideFirst {
+				require.Len(t, frames, 1, "one message")
+				assert.Equal(t, "message", frames[0].Item.Kind)
+				assert.Equal(t, "replied on attempt 2", frames[0].Item.Text)
+				return
+			}
+			require.Equal(t, "task", frames[0].Item.Kind, "the first run decided on a task")
+			last := frames[len(frames)-1].Item
+			assert.Equal(t, "status", last.Kind)
+			assert.Equal(t, v10.completed, last.State)
+			assert.Equal(t, "completed: the reply was refused", last.Text)
+			tk := m.getTask(t, v10, "/agents/"+name, frames[0].Item.TaskID, nil)
+			assert.Equal(t, v10.completed, tk.Status.State, "the task is visible")
+		})
+	}
 }
