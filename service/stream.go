@@ -49,8 +49,8 @@ func (s *Service) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 		return nil, err
 	}
 	s.activateDeclared(c) // the response's headers go out before the agent runs
-	if p.rec.Task.IsReply() { // a retry of a send answered with a message
-		return replyOnly(p.rec), nil
+	if p.rec.Task.IsReply() {
+		return replyOnly(p.rec), nil // a retry of a send answered with a message
 	}
 	if s.awaitsReply(c, p.rec) {
 		return s.replyStream(ctx, c, p), nil
