@@ -22,9 +22,10 @@ type MessageReplier interface {
 // with a message: the agent does not declare message replies
 // (MessageReplier), the turn is not the one that created the task (the
 // client already knows the task), or the turn already has output (a
-// status with a message, an artifact), which a stream has shown the
-// client as a task. Nothing was recorded; the agent may still complete
-// the task (Complete, or Event with a Message).
+// status, an artifact; also of an earlier run of the turn whose worker
+// died), which a stream has shown the client as a task. Nothing was
+// recorded; the agent may still complete the task (Complete, or Event
+// with a Message).
 var ErrCannotReply = errors.New("agentrt: this turn cannot be answered with a message")
 
 // Reply answers the send that created the task with m instead of the task

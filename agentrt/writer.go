@@ -28,11 +28,11 @@ type writer struct {
 	timeout time.Duration
 	run     string // this delivery of the work item: "<stream seq>.<delivery>"
 	replies bool   // the agent declares message replies (MessageReplier)
-	decided bool   // the run recorded an event after its claim
 
 	mu         sync.Mutex
 	rec        *bus.TaskRecord
 	claimed    bool          // whether this run has claimed the task yet
+	decided    bool          // the run recorded an event after its claim
 	superseded bool          // a newer run of the same work claimed the task
 	unstored   int           // events appended since the last snapshot store
 	lastStored time.Time     // when the snapshot was last stored
