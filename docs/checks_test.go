@@ -148,6 +148,20 @@ func examplesChecks() []*check {
 			wantState(t, last, "completed")
 		}},
 
+		// Answering with a message.
+		{file: "docs/agents.md", match: re(`"messageId":"m-hello-1"`), fn: func(t *testing.T, _ *session, r result) {
+			res, _ := r.rpc["result"].(map[string]any)
+			msg, _ := res["message"].(map[string]any)
+			if len(res) != 1 || msg == nil {
+				t.Fatalf("hello did not answer with a message: %s", r.out)
+			}
+			parts, _ := msg["parts"].([]any)
+			if msg["role"] != "ROLE_AGENT" || msg["taskId"] != nil || msg["contextId"] == nil || len(parts) != 1 ||
+				parts[0].(map[string]any)["text"] != "hello, world" {
+				t.Errorf("hello's message: %s", r.out)
+			}
+		}},
+
 		// Many agents, one call.
 		{file: "README.md", match: re(`"messageId":"m-10"`), fn: func(t *testing.T, _ *session, r result) {
 			task := taskOf(r.rpc["result"])
