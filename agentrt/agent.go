@@ -111,10 +111,10 @@ type EventWriter interface {
 	// are replaced by this task's. A status or artifact update is recorded
 	// as is, except that a submitted status, and a working status without
 	// a message while the task is working, are skipped (the mesh recorded
-	// them already). A Message, the agent's whole reply, completes the task
-	// with the message as its status message: the mesh always answers
-	// with a task. A Task contributes its artifacts and, unless it is
-	// submitted, its status.
+	// them already). A Message, the agent's whole reply, is a message reply
+	// (see Reply) when the turn can be answered so; otherwise it completes
+	// the task with the message as its status message. A Task contributes
+	// its artifacts and, unless it is submitted, its status.
 	Event(ev *a2a.StreamResponse) error
 }
 

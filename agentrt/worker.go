@@ -177,11 +177,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	cards := func() (a2a.AgentCard, *a2a.AgentCard) { // read at every heartbeat: an agent's card may change
 		c := w.Agent.Card()
 		c.Name = w.Name
+		if replies(w.Agent) {
+			c = withRepliesExtension(c)
+		}
 		var ext *a2a.AgentCard
 		if x, ok := w.Agent.(ExtendedCarder); ok {
 			if ext = x.ExtendedCard(); ext != nil {
 				cp := *ext
 				cp.Name = w.Name
+				if replies(w.Agent) {
+					cp = withRepliesExtension(cp)
+				}
 				ext = &cp
 			}
 		}
@@ -352,7 +358,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		return
 	}
 	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
-		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered), act: &activation{}}
+		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered), act: &activation{}, replies: replies(w.Agent)}
 	// Runs of this turn that claimed the task and did not settle it: the
 	// next one would be run number TurnRuns+1. Deliveries the bus refused
 	// before they could run (a failover, a full disk) do not count.
@@ -374,7 +380,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	stopBeat := w.heartbeat(m)
 	defer stopBeat()
 
-	if err := wr.Working(""); err != nil {
+	if err := wr.claim(); err != nil {
 		if errors.Is(err, ErrTaskClosed) {
 			_ = m.Ack()
 			return

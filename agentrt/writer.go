@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -26,10 +27,12 @@ type writer struct {
 	turn    string // message id of the user turn being run
 	timeout time.Duration
 	run     string // this delivery of the work item: "<stream seq>.<delivery>"
+	replies bool   // the agent declares message replies (MessageReplier)
 
 	mu         sync.Mutex
 	rec        *bus.TaskRecord
 	claimed    bool          // whether this run has claimed the task yet
+	decided    bool          // the run recorded an event after its claim
 	superseded bool          // a newer run of the same work claimed the task
 	unstored   int           // events appended since the last snapshot store
 	lastStored time.Time     // when the snapshot was last stored
@@ -76,6 +79,7 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 		return err
 	}
 	w.rec = rec
+	w.decided = w.claimed // every event after the claim decides the turn
 	w.claimed = true
 	w.busErr = nil
 	if store {
@@ -138,10 +142,10 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 	case ev.StatusUpdate != nil:
 		u := *ev.StatusUpdate
 		if u.Status.State == a2a.StateSubmitted || u.Status.State == a2a.StateUnspecified {
-			return nil
+			return w.decide()
 		}
 		if u.Status.State == a2a.StateWorking && u.Status.Message == nil && w.isWorking() {
-			return nil // the worker marked the task working already
+			return w.decide() // the worker marked the task working already
 		}
 		u.TaskID, u.ContextID = w.taskID, w.ctxID
 		u.Status.Message = w.ownMessage(u.Status.Message)
@@ -154,6 +158,9 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 		u.TaskID, u.ContextID = w.taskID, w.ctxID
 		return w.Artifact(u.Artifact, u.Append, u.LastChunk)
 	case ev.Message != nil:
+		if w.mayReply() {
+			return w.update(w.replyEvent(ev.Message))
+		}
 		return w.update(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
 			TaskID: w.taskID, ContextID: w.ctxID,
 			Status: a2a.TaskStatus{State: a2a.StateCompleted, Message: w.ownMessage(ev.Message), Timestamp: a2a.Now()},
@@ -166,7 +173,7 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 		}
 		st := ev.Task.Status
 		if st.State == a2a.StateSubmitted || st.State == a2a.StateUnspecified {
-			return nil
+			return w.decide()
 		}
 		return w.Event(&a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: st, Metadata: ev.Task.Metadata}})
 	}
@@ -187,6 +194,12 @@ func (w *writer) ownMessage(m *a2a.Message) *a2a.Message {
 	}
 	c := *m
 	c.TaskID, c.ContextID, c.Role = w.taskID, w.ctxID, a2a.RoleAgent
+	if _, ok := c.Metadata[a2a.ReplyKey]; ok {
+		// the mesh's own marker (replyEvent sets it): an agent cannot
+		// forge a reply
+		c.Metadata = maps.Clone(c.Metadata)
+		delete(c.Metadata, a2a.ReplyKey)
+	}
 	if c.MessageID == "" {
 		c.MessageID = newID()
 	}

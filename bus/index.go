@@ -146,6 +146,17 @@ func (b *Bus) writeIndex(rec *TaskRecord, first bool) func(ctx context.Context) 
 	if rec.indexed == key {
 		return func(context.Context) {}
 	}
+	if rec.Task.IsReply() {
+		// A task that answered its send with a message is not listed (the
+		// client never saw it), and its janitor has nothing to recover:
+		// its entry is removed, not rewritten. A failed removal leaves an
+		// entry that ListTasks reads and skips.
+		return func(ctx context.Context) {
+			if b.removeIndex(ctx, rec) == nil {
+				rec.indexed = key
+			}
+		}
+	}
 	msg, err := indexMsg(rec)
 	if err != nil {
 		return func(context.Context) {}

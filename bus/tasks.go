@@ -53,9 +53,13 @@ type TaskRecord struct {
 	// turn: a worker gives the turn up after MaxDeliver of them. Deliveries
 	// that never ran (the bus refused their first write: a failover, a
 	// full disk) do not count, however long the outage.
-	TurnRuns int    `json:"turnRuns,omitempty"`
-	Created  string `json:"created"`
-	Updated  string `json:"updated"`
+	TurnRuns int `json:"turnRuns,omitempty"`
+	// Undecided is true while the task's last event is a worker's claim of
+	// a turn that may still be answered with a message (a2a.ClaimKey): a
+	// run after a crash may still reply only then.
+	Undecided bool   `json:"undecided,omitempty"`
+	Created   string `json:"created"`
+	Updated   string `json:"updated"`
 	// Trace is the W3C traceparent of the span that created the task
 	// (empty when it was not traced): later calls on the task (streams,
 	// resubscriptions, push deliveries) link to it.
@@ -101,6 +105,7 @@ func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskR
 	if exts, ok := eventExtensions(ev); ok {
 		c.Extensions = exts
 	}
+	c.Undecided = a2a.IsClaimEvent(ev)
 	c.LastSeq = seq
 	c.Updated = at
 	if c.Events > 0 || ev.Task != nil {

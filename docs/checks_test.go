@@ -22,7 +22,7 @@ func examplesChecks() []*check {
 	return []*check{
 		// README: the two commands and installing the binary.
 		{file: "README.md", match: re(`^go run \./cmd/a2amesh dev`), fn: func(t *testing.T, s *session, _ result) {
-			wantAgents(t, s.edge, "echo", "slow", "ask", "upper", "planner", "tck")
+			wantAgents(t, s.edge, "echo", "slow", "ask", "upper", "planner", "tck", "hello")
 		}},
 		{file: "README.md", match: re(`^go install \./cmd/a2amesh`), fn: func(t *testing.T, s *session, _ result) {
 			if _, err := os.Stat(filepath.Join(s.dir, "gobin", "a2amesh")); err != nil {
@@ -146,6 +146,20 @@ func examplesChecks() []*check {
 				t.Errorf("a 0.3 stream's last event is a final status update, got %v", last)
 			}
 			wantState(t, last, "completed")
+		}},
+
+		// Answering with a message.
+		{file: "docs/agents.md", match: re(`"messageId":"m-hello-1"`), fn: func(t *testing.T, _ *session, r result) {
+			res, _ := r.rpc["result"].(map[string]any)
+			msg, _ := res["message"].(map[string]any)
+			if len(res) != 1 || msg == nil {
+				t.Fatalf("hello did not answer with a message: %s", r.out)
+			}
+			parts, _ := msg["parts"].([]any)
+			if msg["role"] != "ROLE_AGENT" || msg["taskId"] != nil || msg["contextId"] == nil || len(parts) != 1 ||
+				parts[0].(map[string]any)["text"] != "hello, world" {
+				t.Errorf("hello's message: %s", r.out)
+			}
 		}},
 
 		// Many agents, one call.

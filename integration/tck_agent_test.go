@@ -69,6 +69,18 @@ func TestTCKAgent(t *testing.T) {
 				assert.Empty(t, tk.Artifacts)
 			})
 
+			t.Run("message-response", func(t *testing.T) {
+				// a bare Message, no task (DM-MSG-001), sent and streamed
+				res := m.ok(t, tckPath, p.send, sendParams(tckMsg(p, "tck-message-response", "hi"), nil))
+				msg := decodeReplyMessage(t, p, res)
+				assert.Equal(t, "Direct message response", msg.text())
+				s, id := m.stream(t, tckPath, p.stream, sendParams(tckMsg(p, "tck-message-response", "hi"), nil), nil)
+				frames := s.readAll(t, p, id, 10)
+				require.Len(t, frames, 1, "the message is the stream's one event")
+				assert.Equal(t, "message", frames[0].Item.Kind)
+				assert.Equal(t, "Direct message response", frames[0].Item.Text)
+			})
+
 			t.Run("artifacts", func(t *testing.T) {
 				data := m.tckSend(t, p, tckMsg(p, "tck-artifact-data", "data please"))
 				assert.Equal(t, p.completed, data.Status.State)

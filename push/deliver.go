@@ -275,7 +275,9 @@ func (d *Deliverer) post(ctx context.Context, rec *bus.PushRecord, body []byte) 
 // pushWorthy reports whether an event of the log is notified: what a
 // stream shows, so not the task's creation entry nor the user's own turns.
 func pushWorthy(ev *a2a.StreamResponse) bool {
-	if ev.Task != nil {
+	if ev.Task != nil || a2a.IsClaimEvent(ev) || a2a.IsReplyEvent(ev) {
+		// a worker's claim of an undecided turn is the mesh's own; a
+		// message reply answered the send itself and hides its task
 		return false
 	}
 	return ev.Message == nil || ev.Message.Role != a2a.RoleUser

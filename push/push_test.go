@@ -89,6 +89,15 @@ func TestPushWorthy(t *testing.T) {
 	if pushWorthy(user) || pushWorthy(task) || !pushWorthy(agent) || !pushWorthy(status) {
 		t.Fatal("pushWorthy")
 	}
+	// a worker's claim of an undecided turn, and a message reply, are not
+	// notified (agentrt.Reply)
+	claim := &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: a2a.TaskStatus{State: a2a.StateWorking},
+		Metadata: a2a.Metadata{a2a.ClaimKey: true}}}
+	reply := &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: a2a.TaskStatus{State: a2a.StateCompleted,
+		Message: &a2a.Message{Role: a2a.RoleAgent, Metadata: a2a.Metadata{a2a.ReplyKey: true}}}}}
+	if pushWorthy(claim) || pushWorthy(reply) {
+		t.Fatal("pushWorthy of a claim or a message reply")
+	}
 }
 
 func TestPushIndexExpires(t *testing.T) {

@@ -113,7 +113,8 @@ func (s *Service) sendTarget(req *a2a.SendMessageRequest) string {
 // interrupted one; a retry with the same messageId finds the turn it
 // repeats) and, unless the request asks to return at once, waits until
 // the task settles, for at most Config.BlockingTimeout. It returns the
-// task, its history trimmed to the request's historyLength.
+// task, its history trimmed to the request's historyLength, or the
+// agent's message when the agent answered with one (reply.go).
 func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (_ *a2a.StreamResponse, err error) {
 	c, err := s.resolve(ctx, req.Tenant, s.sendTarget(req), true)
 	defer func() { err = s.answer(ctx, c, err) }()
@@ -126,7 +127,14 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 	}
 	defer p.sub.Close()
 	rec := p.rec
-	if !p.returnImmediately() {
+	switch {
+	case rec.Task.IsReply(): // a retry of a send answered with a message
+	case p.returnImmediately() && s.awaitsReply(c, rec):
+		p.sub.Close()
+		if rec, err = s.awaitFirstOutput(ctx, c, rec); err != nil {
+			return nil, err
+		}
+	case !p.returnImmediately():
 		if rec, err = s.awaitSettle(ctx, c, p); err != nil {
 			return nil, err
 		}
@@ -135,6 +143,9 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 		c.activateRecorded(rec) // the turn ran: what its agent activated
 	} else {
 		s.activateDeclared(c) // not yet: what the agent may activate
+	}
+	if m := rec.Task.Reply(); m != nil {
+		return &a2a.StreamResponse{Message: m}, nil
 	}
 	t := rec.Task.WithHistory(p.historyLength())
 	return &a2a.StreamResponse{Task: &t}, nil

@@ -199,7 +199,9 @@ func (s *Service) loadTask(ctx context.Context, c *Call, id string) (*bus.TaskRe
 	if err != nil {
 		return nil, err
 	}
-	if rec.Owner != c.Principal || (c.pinned && rec.Agent != c.agent) {
+	if rec.Owner != c.Principal || (c.pinned && rec.Agent != c.agent) || rec.Task.IsReply() {
+		// A task that ended as a message reply is hidden: its send was
+		// answered with the message, and the client never learned its id.
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
 	}
 	c.noteTask(rec)

@@ -49,6 +49,12 @@ func (s *Service) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 		return nil, err
 	}
 	s.activateDeclared(c) // the response's headers go out before the agent runs
+	if p.rec.Task.IsReply() {
+		return replyOnly(p.rec), nil // a retry of a send answered with a message
+	}
+	if s.awaitsReply(c, p.rec) {
+		return s.replyStream(ctx, c, p), nil
+	}
 	if p.sub.Replay {
 		after, ok, err := s.resumePoint(ctx, c, p.rec, lastEventID)
 		if err != nil {
@@ -246,6 +252,14 @@ func (s *Service) pump(ctx context.Context, c *Call, taskID string, after, stop 
 	return p.sent, !p.ended
 }
 
+// pumpClaims is pump, except that the events it yields keep the mark of
+// a worker's claim (a2a.ClaimKey), for firstOutput.
+func (s *Service) pumpClaims(ctx context.Context, c *Call, taskID string, after uint64, yield func(Event, error) bool) {
+	p := &streamPump{s: s, c: c, yield: yield, taskID: taskID, lastRead: after, keepClaims: true}
+	p.run(ctx)
+	p.closeReader()
+}
+
 type streamPump struct {
 	s        *Service
 	c        *Call
@@ -255,7 +269,9 @@ type streamPump struct {
 	r        *bus.EventTail
 	lastRead uint64 // the last event read from the log (sent or skipped)
 	stop     uint64 // end after reading this event (0: at a final state only)
-	sent     int    // events sent
+	// keepClaims passes claims on marked (pumpClaims)
+	keepClaims bool
+	sent       int // events sent
 	// outage is when the bus stopped answering this stream (zero: it
 	// answers); lastErr is what it said last.
 	outage  time.Time
@@ -347,6 +363,9 @@ func (p *streamPump) forward(ev bus.Event) (end bool) {
 		// user turns are history, not stream items
 	case ev.Resp.Task != nil:
 		// the creation entry; a client starts from a snapshot
+	case !p.keepClaims && a2a.IsClaimEvent(ev.Resp):
+		// a worker's mark that the agent has not decided between a
+		// message and a task (reply.go); what it decides follows
 	default:
 		if !p.emit(Event{Seq: ev.Seq, Resp: ev.Resp}, nil) {
 			return true

@@ -107,6 +107,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		switch {
 		case r.Owner != c.Principal:
 		case c.pinned && r.Agent != c.agent:
+		case r.Task.IsReply(): // a message reply: the client never saw the task
 		case req.ContextID != "" && r.Task.ContextID != req.ContextID:
 		case state != "" && r.Task.Status.State != state:
 		case !after.IsZero() && statusTime(r).Before(after):

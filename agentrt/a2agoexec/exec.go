@@ -94,6 +94,11 @@ type agent struct {
 
 func (a *agent) Card() a2a.AgentCard { return a.card }
 
+// RepliesWithMessage declares that the executor may answer with a Message,
+// as an SDK server lets it: an executor's Message as the first output of
+// the turn that created the task is the send's answer (agentrt.Reply).
+func (a *agent) RepliesWithMessage() bool { return true }
+
 // Run runs one turn: Execute with an ExecutorContext built from req, each
 // event recorded through w until a final or interrupted state, an error or
 // the end of the events. If the task was canceled, timed out or was closed

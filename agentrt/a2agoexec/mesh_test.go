@@ -544,13 +544,16 @@ func TestThroughMesh(t *testing.T) {
 	t.Run("message", func(t *testing.T) {
 		t.Parallel()
 		c := m.serve(t, "goreply", replyExec{})
-		task := send(t, c, client.TextMessage("ping"))
-		requireState(t, task, a2a.StateCompleted)
-		if task.Status.Message == nil || task.Status.Message.Text() != "reply to ping" || task.Status.Message.Role != a2a.RoleAgent {
-			t.Fatalf("status message %+v, want the agent's reply", task.Status.Message)
+		res, err := c.Send(callCtx(t), &a2a.SendMessageRequest{Message: client.TextMessage("ping")})
+		if err != nil {
+			t.Fatalf("SendMessage: %v", err)
 		}
-		if task.Status.Message.TaskID != task.ID || task.Status.Message.ContextID != task.ContextID {
-			t.Errorf("reply carries task %s/%s, want %s/%s", task.Status.Message.TaskID, task.Status.Message.ContextID, task.ID, task.ContextID)
+		r := res.Message
+		if res.Task != nil || r == nil || r.Text() != "reply to ping" || r.Role != a2a.RoleAgent {
+			t.Fatalf("answer %+v, want the executor's message", res)
+		}
+		if r.TaskID != "" || r.ContextID == "" {
+			t.Errorf("reply names task %q, context %q: want no task and a context", r.TaskID, r.ContextID)
 		}
 	})
 }

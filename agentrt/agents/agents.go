@@ -1,6 +1,6 @@
 // Package agents holds the mesh's built-in agents, which need no LLM: echo,
 // slow, ask, upper, planner (a multi-agent example that delegates to echo
-// and upper), and tck (the system under test of the A2A conformance
+// and upper), hello (answers with a message, not a task), and tck (the system under test of the A2A conformance
 // suite). They are examples of the agentrt API as much as test fixtures.
 package agents
 
@@ -18,6 +18,7 @@ func Builtin() map[string]agentrt.Agent {
 		"upper":   Upper{},
 		"planner": Planner{},
 		"tck":     TCK{},
+		"hello":   Hello{},
 	}
 }
 

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -84,8 +85,8 @@ var tckDefault = tckScenario{
 var tckScenarios = []tckScenario{
 	{Prefix: "tck-complete-task", Skill: "complete", Does: `completed, with the status message "` + tckCompleteText + `"`,
 		run: completeWith(tckCompleteText)},
-	{Prefix: "tck-message-response", Skill: "complete", Does: `completed, with the status message "` + tckMessageText + `" (a task, not a bare message: agents here always answer with a task)`,
-		run: completeWith(tckMessageText)},
+	{Prefix: "tck-message-response", Skill: "complete", Does: `answers with a message "` + tckMessageText + `", no task (on a later turn of a task: completes it with that status message)`,
+		run: replyWith(tckMessageText)},
 	{Prefix: "tck-stream-002", Skill: "complete", Does: "completed at once, no artifact",
 		run: completeWith("")},
 
@@ -182,6 +183,10 @@ func (TCK) Card() a2a.AgentCard {
 		"Any other messageId gets input-required on every turn.", skills...)
 }
 
+// RepliesWithMessage declares that tck answers tck-message-response with
+// a message.
+func (TCK) RepliesWithMessage() bool { return true }
+
 // Run plays the scenario the turn's messageId selects.
 func (a TCK) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
 	return tckScenarioFor(req.Message.MessageID).run(ctx, req, w, a.hold())
@@ -217,6 +222,19 @@ func tckFilePart() a2a.Part {
 func completeWith(text string) tckRun {
 	return func(_ context.Context, _ *agentrt.Request, w agentrt.EventWriter, _ time.Duration) error {
 		return w.Complete(text)
+	}
+}
+
+// replyWith answers with a message of text, not a task; a turn that
+// cannot be answered so (a later turn of a task) completes the task with
+// text as its status message.
+func replyWith(text string) tckRun {
+	return func(_ context.Context, _ *agentrt.Request, w agentrt.EventWriter, _ time.Duration) error {
+		err := agentrt.ReplyText(w, text)
+		if errors.Is(err, agentrt.ErrCannotReply) {
+			return w.Complete(text)
+		}
+		return err
 	}
 }
 

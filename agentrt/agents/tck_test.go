@@ -142,7 +142,7 @@ func tckRequest(messageID string) *agentrt.Request {
 func TestTCKScenarioEvents(t *testing.T) {
 	cases := map[string][]string{
 		"tck-complete-task-1":    {"completed Hello from TCK"},
-		"tck-message-response-1": {"completed Direct message response"},
+		"tck-message-response-1": {"event"}, // agentrt.Reply: a message, as Event records it
 		"tck-stream-002-1":       {"completed "},
 		"tck-artifact-text-1":    {`artifact text "Generated text content" append=false last=true`, "completed "},
 		"tck-artifact-file-1":    {`artifact raw "tck" output.txt text/plain append=false last=true`, "completed "},

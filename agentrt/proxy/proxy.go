@@ -442,6 +442,11 @@ func (a *Agent) Endpoint() (url, binding, version string) {
 // Card is the card registered in the mesh.
 func (a *Agent) Card() a2a.AgentCard { return *a.card.Load() }
 
+// RepliesWithMessage declares that the agent may answer with a Message:
+// an upstream agent may, and a Message it answers the turn that created
+// the task with is forwarded as the send's answer (agentrt.Reply).
+func (a *Agent) RepliesWithMessage() bool { return true }
+
 // upstream is where a mesh task lives at the upstream agent.
 type upstream struct {
 	TaskID    string `json:"taskId,omitempty"`

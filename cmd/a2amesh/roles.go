@@ -552,7 +552,7 @@ func logReady(ctx context.Context, e *edge.Edge, url, natsURL string, log *slog.
 func runWorker(ctx context.Context, args []string) error {
 	fs := newFlagSet("worker", "", workerDesc)
 	nf := addNATSFlags(fs)
-	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask, upper, planner (delegates to echo and upper) or tck (env A2AMESH_AGENT)")
+	agentName := fs.String("agent", envOr("A2AMESH_AGENT", ""), "built-in agent to run: echo, slow, ask, upper, planner (delegates to echo and upper), hello (answers with a message) or tck (env A2AMESH_AGENT)")
 	proxyURL := fs.String("proxy", envOr("A2AMESH_PROXY", ""), "forward tasks to the A2A agent at this URL (its base URL or card URL) instead of running a built-in agent (env A2AMESH_PROXY)")
 	name := fs.String("name", envOr("A2AMESH_NAME", ""), "the agent's name in the mesh (default: --agent, or derived from the proxied card's name) (env A2AMESH_NAME)")
 	cardRefresh := fs.Duration("card-refresh", envDuration("A2AMESH_CARD_REFRESH", 5*time.Minute), "with --proxy: fetch the agent's card again this often and register its changes; 0 turns it off (env A2AMESH_CARD_REFRESH)")
@@ -586,7 +586,7 @@ func runWorker(ctx context.Context, args []string) error {
 	if *agentName != "" {
 		var ok bool
 		if a, ok = agents.Builtin()[*agentName]; !ok {
-			return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, upper, planner, tck), got %q", *agentName)
+			return fmt.Errorf("worker: --agent must name a built-in agent (echo, slow, ask, upper, planner, hello, tck), got %q", *agentName)
 		}
 		if *name == "" {
 			*name = *agentName
