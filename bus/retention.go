@@ -478,36 +478,18 @@ const evictParallel = 32
 // evictAll evicts the tasks of the oldest snapshots batch, evictParallel
 // at a time, and returns how many it removed and the first error.
 func (b *Bus) evictAll(ctx context.Context, kvs, push jetstream.Stream, batch []*jetstream.RawStreamMsg, repaired map[string]bool) (int, error) {
-	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		removed  int
-		firstErr error
-	)
-	sem := make(chan struct{}, evictParallel)
-	for _, m := range batch {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
-			mu.Lock()
-			again := repaired[id]
-			mu.Unlock()
-			seen := map[string]bool{id: again}
-			evicted, err := b.evictLog(ctx, push, id, m, seen)
-			mu.Lock()
-			defer mu.Unlock()
-			repaired[id] = repaired[id] || seen[id]
-			if evicted {
-				removed++
-			}
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}()
-	}
-	wg.Wait()
+	var mu sync.Mutex // guards repaired
+	removed, firstErr := inParallel(batch, func(m *jetstream.RawStreamMsg) (bool, error) {
+		id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
+		mu.Lock()
+		seen := map[string]bool{id: repaired[id]}
+		mu.Unlock()
+		evicted, err := b.evictLog(ctx, push, id, m, seen)
+		mu.Lock()
+		repaired[id] = repaired[id] || seen[id]
+		mu.Unlock()
+		return evicted, err
+	})
 	if firstErr != nil || len(batch) == 0 {
 		return removed, firstErr
 	}
@@ -598,23 +580,29 @@ func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
 			front = append(front, m)
 		}
 	}
+	return inParallel(front, func(m *jetstream.RawStreamMsg) (bool, error) { return b.sweepOrphan(ctx, m, grace) })
+}
+
+// inParallel runs fn on each of msgs, evictParallel at a time, and returns
+// how many it reported done and the first error.
+func inParallel(msgs []*jetstream.RawStreamMsg, fn func(*jetstream.RawStreamMsg) (bool, error)) (int, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
-		removed  int
+		done     int
 		firstErr error
 	)
 	sem := make(chan struct{}, evictParallel)
-	for _, m := range front {
+	for _, m := range msgs {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			swept, err := b.sweepOrphan(ctx, m, grace)
+			ok, err := fn(m)
 			mu.Lock()
 			defer mu.Unlock()
-			if swept {
-				removed++
+			if ok {
+				done++
 			}
 			if err != nil && firstErr == nil {
 				firstErr = err
@@ -622,7 +610,7 @@ func (b *Bus) sweepOrphans(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
-	return removed, firstErr
+	return done, firstErr
 }
 
 // sweepOrphan removes the log whose first event is m, with its index
