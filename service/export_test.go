@@ -7,3 +7,11 @@ func SetListScanStarts(fn func()) (restore func()) {
 	listScanStarts = fn
 	return func() { listScanStarts = old }
 }
+
+// SetListBounds sets the entries one ListTasks call looks at for a page
+// and reads to count; the returned func restores them.
+func SetListBounds(scan, count int) (restore func()) {
+	oldScan, oldCount := listScanBound, listCountBound
+	listScanBound, listCountBound = scan, count
+	return func() { listScanBound, listCountBound = oldScan, oldCount }
+}

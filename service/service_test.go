@@ -252,3 +252,55 @@ func TestTaskGoneMidCallIsBusyNotInternal(t *testing.T) {
 	require.Equal(t, a2a.CodeServerBusy, ae.Code)
 	require.Contains(t, ae.Message, "--max-tasks")
 }
+
+// A filter few tasks pass costs a bounded read per call: a page that has
+// looked at listScanBound entries ends there, short, with a token from
+// which the next goes on, and following the tokens lists every match
+// once, newest first. Past listCountBound entries totalSize is an
+// estimate at the rate seen.
+func TestListTasksBoundsAFilteredScan(t *testing.T) {
+	svc, b := newService(t)
+	ctx := testCtx(t)
+	alice := as(ctx, "alice", "")
+	var canceled []string
+	for i := 0; i < 3; i++ {
+		id := send(t, svc, alice, "old "+strconv.Itoa(i)).ID
+		_, err := b.CancelTask(ctx, id, nil, "")
+		require.NoError(t, err)
+		canceled = append([]string{id}, canceled...) // newest first
+	}
+	for i := 0; i < 9; i++ {
+		send(t, svc, alice, "new "+strconv.Itoa(i))
+	}
+	restore := service.SetListBounds(4, 100)
+	defer restore()
+	var (
+		got   []string
+		token string
+		calls int
+	)
+	for {
+		calls++
+		require.LessOrEqual(t, calls, 5, "bounded calls")
+		list, err := svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(10), Status: a2a.StateCanceled, PageToken: token})
+		require.NoError(t, err)
+		require.Equal(t, 3, list.TotalSize, "counted exactly within the count bound")
+		for _, tk := range list.Tasks {
+			got = append(got, tk.ID)
+		}
+		if token = list.NextPageToken; token == "" {
+			break
+		}
+	}
+	require.Equal(t, canceled, got)
+	require.Equal(t, 3, calls, "9 newer tasks looked at 4 a call, then the 3 canceled")
+
+	restore2 := service.SetListBounds(100, 6)
+	defer restore2()
+	list, err := svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(10), Status: a2a.StateCanceled})
+	require.NoError(t, err)
+	require.Len(t, list.Tasks, 3)
+	// The 6 oldest entries read (the 3 canceled, 3 others), then the
+	// other 6 of alice's 12 at that rate: 3 + 6·3/6.
+	require.Equal(t, 6, list.TotalSize)
+}
