@@ -174,24 +174,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus, bus.StreamWork, bus.ConsumerName(w.Name)))
 	w.cancels.start(ctx, w.Bus, w.Logger)
-	cards := func() (a2a.AgentCard, *a2a.AgentCard) { // read at every heartbeat: an agent's card may change
-		c := w.Agent.Card()
+	// Both cards as edges serve them: named for the worker, and listing
+	// the message-replies extension when the agent declares replies.
+	meshCard := func(c a2a.AgentCard) a2a.AgentCard {
 		c.Name = w.Name
 		if replies(w.Agent) {
 			c = withRepliesExtension(c)
 		}
+		return c
+	}
+	cards := func() (a2a.AgentCard, *a2a.AgentCard) { // read at every heartbeat: an agent's card may change
 		var ext *a2a.AgentCard
 		if x, ok := w.Agent.(ExtendedCarder); ok {
-			if ext = x.ExtendedCard(); ext != nil {
-				cp := *ext
-				cp.Name = w.Name
-				if replies(w.Agent) {
-					cp = withRepliesExtension(cp)
-				}
-				ext = &cp
+			if e := x.ExtendedCard(); e != nil {
+				c := meshCard(*e)
+				ext = &c
 			}
 		}
-		return c, ext
+		return meshCard(w.Agent.Card()), ext
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -10,9 +10,9 @@ import "github.com/a2amesh/a2amesh/a2a"
 // edge that answers a blocking send, on any node) knows what to echo.
 const MetaExtensions = "a2amesh.extensions"
 
-// eventExtensions returns the activated set an event records, and whether
+// EventExtensions returns the activated set an event records, and whether
 // it records one.
-func eventExtensions(ev *a2a.StreamResponse) ([]string, bool) {
+func EventExtensions(ev *a2a.StreamResponse) ([]string, bool) {
 	var md a2a.Metadata
 	switch {
 	case ev.StatusUpdate != nil:

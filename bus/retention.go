@@ -377,7 +377,7 @@ func (b *Bus) trim(ctx context.Context, renew func() bool) (trimState, error) {
 			// snapshots go, several at once (each eviction is a few
 			// requests; one after another they fell far behind the
 			// tasks a loaded mesh creates).
-			batch, err := b.oldestSnapshots(ctx, first, left)
+			batch, err := b.readFront(ctx, kvStreamName, first, left)
 			if err != nil {
 				return st, err
 			}
@@ -419,16 +419,10 @@ func (b *Bus) trim(ctx context.Context, renew func() bool) (trimState, error) {
 	return st, nil
 }
 
-// oldestSnapshots reads up to n snapshots of the bucket's stream from
-// sequence first on, in order, through one short-lived consumer: three
-// requests, where one get each made reading a batch take longer than
-// evicting it on a loaded server.
-func (b *Bus) oldestSnapshots(ctx context.Context, first uint64, n int) ([]*jetstream.RawStreamMsg, error) {
-	return b.readFront(ctx, kvStreamName, first, n)
-}
-
 // readFront reads up to n messages of stream from sequence first on, in
-// order, through one short-lived consumer.
+// order, through one short-lived consumer: three requests, where one get
+// each made reading a batch take longer than evicting it on a loaded
+// server.
 func (b *Bus) readFront(ctx context.Context, stream string, first uint64, n int) ([]*jetstream.RawStreamMsg, error) {
 	c, err := b.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,

@@ -102,7 +102,7 @@ func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskR
 		c.TurnRuns = 0 // a new turn
 		c.Extensions = nil
 	}
-	if exts, ok := eventExtensions(ev); ok {
+	if exts, ok := EventExtensions(ev); ok {
 		c.Extensions = exts
 	}
 	c.Undecided = a2a.IsClaimEvent(ev)

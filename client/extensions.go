@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc/metadata"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // Extensions asks calls for A2A extensions (spec §4.6) and collects the
@@ -37,11 +39,9 @@ func (e *Extensions) Activated() []string {
 func (e *Extensions) note(values []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, v := range values {
-		for _, u := range strings.Split(v, ",") {
-			if u = strings.TrimSpace(u); u != "" && !slices.Contains(e.activated, u) {
-				e.activated = append(e.activated, u)
-			}
+	for _, u := range a2a.ParseExtensions(values...) {
+		if !slices.Contains(e.activated, u) {
+			e.activated = append(e.activated, u)
 		}
 	}
 }

@@ -32,12 +32,12 @@ const (
 
 // requestedExtensions are the extensions an HTTP request asks for.
 func requestedExtensions(h http.Header) []string {
-	return service.ParseExtensions(append(h.Values(headerExtensions), h.Values(headerExtensionsV03)...)...)
+	return a2a.ParseExtensions(append(h.Values(headerExtensions), h.Values(headerExtensionsV03)...)...)
 }
 
 // grpcRequestedExtensions are the extensions a gRPC call asks for.
 func grpcRequestedExtensions(md metadata.MD) []string {
-	return service.ParseExtensions(append(md.Get(mdExtensions), md.Get(mdExtensionsV03)...)...)
+	return a2a.ParseExtensions(append(md.Get(mdExtensions), md.Get(mdExtensionsV03)...)...)
 }
 
 // echoExtensions sets the response header naming the call's activated
@@ -74,15 +74,8 @@ type streamExtensions struct {
 }
 
 func (s *streamExtensions) note(ev *a2a.StreamResponse) {
-	var md a2a.Metadata
-	switch {
-	case ev.StatusUpdate != nil:
-		md = ev.StatusUpdate.Metadata
-	case ev.ArtifactUpdate != nil:
-		md = ev.ArtifactUpdate.Metadata
-	}
-	if v, ok := md[bus.MetaExtensions]; ok {
-		s.recorded, s.seen = bus.ExtensionList(v), true
+	if exts, ok := bus.EventExtensions(ev); ok {
+		s.recorded, s.seen = exts, true
 	}
 }
 

@@ -30,7 +30,7 @@ type Call struct {
 	// stored in).
 	Version a2a.Version
 	// Extensions are the extension URIs the client requested (the
-	// A2A-Extensions service parameter; ParseExtensions). After the
+	// A2A-Extensions service parameter; a2a.ParseExtensions). After the
 	// method returns, ActivatedExtensions is what to echo (extensions.go).
 	Extensions []string
 	// Legacy02 is a send by a 0.2 method (tasks/send,

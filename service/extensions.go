@@ -2,7 +2,6 @@ package service
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
@@ -33,32 +32,6 @@ import (
 func MeshExtensions() []a2a.AgentExtension { return slices.Clone(meshExtensions) }
 
 var meshExtensions = []a2a.AgentExtension{tracing.Extension()}
-
-// ParseExtensions reads A2A-Extensions values (each a comma-separated
-// list of URIs, as a header may repeat) into a list without blanks or
-// repeats, in the order given. At most maxExtensions are kept.
-func ParseExtensions(values ...string) []string {
-	var out []string
-	for _, v := range values {
-		for _, u := range strings.Split(v, ",") {
-			u = strings.TrimSpace(u)
-			if u == "" || len(u) > maxExtensionURI || slices.Contains(out, u) {
-				continue
-			}
-			if len(out) == maxExtensions {
-				return out
-			}
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// Bounds on what a call may request: the list rides on the work item.
-const (
-	maxExtensions   = 32
-	maxExtensionURI = 512
-)
 
 // ActivatedExtensions is what the transport echoes to the client: the
 // requested extensions that apply to the call, known once the method has

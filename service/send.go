@@ -139,7 +139,7 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 			return nil, err
 		}
 	}
-	if st := rec.Task.Status.State; st.Final() || st.Interrupted() {
+	if rec.Task.Status.State.Final() {
 		c.activateRecorded(rec) // the turn ran: what its agent activated
 	} else {
 		s.activateDeclared(c) // not yet: what the agent may activate

@@ -1,4 +1,4 @@
-package service_test
+package a2a_test
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/a2amesh/a2amesh/service"
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 func TestParseExtensions(t *testing.T) {
@@ -22,12 +22,12 @@ func TestParseExtensions(t *testing.T) {
 		{"too long a URI", []string{"urn:a," + strings.Repeat("x", 600)}, []string{"urn:a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, service.ParseExtensions(tc.in...))
+			assert.Equal(t, tc.want, a2a.ParseExtensions(tc.in...))
 		})
 	}
 	var many []string
 	for i := range 100 {
 		many = append(many, "urn:"+strings.Repeat("e", i+1))
 	}
-	assert.Len(t, service.ParseExtensions(strings.Join(many, ",")), 32, "at most 32 are kept")
+	assert.Len(t, a2a.ParseExtensions(strings.Join(many, ",")), 32, "at most 32 are kept")
 }
