@@ -111,6 +111,10 @@ type Bus struct {
 	registry jetstream.KeyValue
 	// indexStream is the task index (index.go).
 	indexStream jetstream.Stream
+	// countStream holds the task counters, and counts this process's
+	// changes to them (counts.go).
+	countStream jetstream.Stream
+	counts      counts
 	// leases holds the work one process does at a time (lease.go), and
 	// instance names this bus as their holder.
 	leases   jetstream.KeyValue
@@ -189,6 +193,18 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Storage:           jetstream.FileStorage,
 		Replicas:          c.Replicas,
 		AllowDirect:       b.allowDirect(),
+	}, {
+		Name:        StreamCounts,
+		Description: "a2amesh: how many tasks each owner has, of each agent",
+		Subjects:    []string{subjCountPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		// A counter's last message holds its value.
+		MaxMsgsPerSubject: 1,
+		Discard:           jetstream.DiscardOld,
+		AllowMsgCounter:   true,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		AllowDirect:       b.allowDirect(),
 	}}
 	for _, sc := range streams {
 		if _, err := b.ensureStream(ctx, sc); err != nil {
@@ -204,6 +220,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	}
 	if b.indexStream, err = b.js.Stream(ctx, StreamIndex); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamIndex, err)
+	}
+	if b.countStream, err = b.js.Stream(ctx, StreamCounts); err != nil {
+		return fmt.Errorf("bus: stream %s: %w", StreamCounts, err)
 	}
 	kvs := []struct {
 		dst *jetstream.KeyValue

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -195,12 +196,52 @@ func (b *Bus) writeIndex(rec *TaskRecord, first bool) func(ctx context.Context) 
 // index writes rec's entry now (see indexAsync).
 func (b *Bus) index(ctx context.Context, rec *TaskRecord) { b.indexAsync(rec)(ctx) }
 
-// removeIndex deletes rec's entry (eviction).
+// removeIndex deletes rec's entry (eviction), and takes the task off its
+// owner's counts when there was one.
 func (b *Bus) removeIndex(ctx context.Context, rec *TaskRecord) error {
 	if !ValidToken(rec.Agent) || !ValidToken(rec.Task.ID) {
 		return nil
 	}
-	return b.indexStream.Purge(ctx, jetstream.WithPurgeSubject(indexSubject(rec)))
+	n, err := b.purgeIndexSubject(ctx, indexSubject(rec))
+	if err == nil && n > 0 {
+		b.countTask(rec.Owner, rec.Agent, -1)
+	}
+	return err
+}
+
+// purgeIndexSubject purges one subject of the index and returns how many
+// entries went (the client's Purge does not say).
+func (b *Bus) purgeIndexSubject(ctx context.Context, subj string) (uint64, error) {
+	req, err := json.Marshal(struct {
+		Filter string `json:"filter"`
+	}{subj})
+	if err != nil {
+		return 0, err
+	}
+	return read(ctx, func(c context.Context) (uint64, error) {
+		m, err := b.nc.RequestWithContext(c, "$JS.API.STREAM.PURGE."+StreamIndex, req)
+		if err != nil {
+			return 0, err
+		}
+		var resp struct {
+			Success bool   `json:"success"`
+			Purged  uint64 `json:"purged"`
+			Error   *struct {
+				Code        int    `json:"code"`
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &resp); err != nil {
+			return 0, err
+		}
+		if resp.Error != nil || !resp.Success {
+			if resp.Error != nil {
+				return 0, fmt.Errorf("bus: task index: purge: %s (%d)", resp.Error.Description, resp.Error.Code)
+			}
+			return 0, errors.New("bus: task index: purge refused")
+		}
+		return resp.Purged, nil
+	})
 }
 
 func parseIndexMsg(m *jetstream.RawStreamMsg) (IndexEntry, bool) {
@@ -225,8 +266,9 @@ var indexEntriesRead atomic.Int64
 // scanWindowMin and scanWindowMax bound the span of index sequences one
 // step of ScanIndex reads.
 const (
-	scanWindowMin = 32
-	scanWindowMax = 1 << 20
+	scanWindowMin     = 32
+	scanWindowMax     = 1 << 20
+	scanWindowEntries = 4096
 )
 
 // ScanIndex calls fn with the entries q selects, newest first, starting
@@ -259,6 +301,7 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 			return err
 		}
 		lo := max(first, hi-min(w, hi-1))
+		span := hi - lo
 		batch, err := b.indexRange(ctx, filter, lo, hi)
 		if err != nil {
 			return err
@@ -283,6 +326,13 @@ func (b *Bus) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want i
 		default:
 			per := float64(w) / float64(took) // sequences per taken entry
 			w = min(4*w, uint64(per*float64(max(want, 1)))+scanWindowMin)
+		}
+		// ...and read at most scanWindowEntries entries at the density
+		// of entries (taken or not) just seen: a filter most entries pass
+		// and few are taken by (a status) does not read far past what the
+		// caller looks at.
+		if n := len(batch); n > 0 {
+			w = min(w, uint64(float64(scanWindowEntries)*float64(span)/float64(n))+1)
 		}
 		w = min(max(w, scanWindowMin), scanWindowMax)
 	}
@@ -318,27 +368,54 @@ func (b *Bus) IndexSince(ctx context.Context, q IndexQuery, from uint64, max int
 	return got, err
 }
 
-// consumerWindow is the span of sequences from which a window is read
-// through a consumer rather than message by message: a consumer costs
-// two requests and the server's count of what it has pending (which
-// walks every subject under the filter), one get per entry costs a
-// request each.
-const consumerWindow = 1024
+// walkChunk and walkParallel shape indexRange's reads: a window is cut
+// into chunks of at least walkChunk sequences, read by at most
+// walkParallel walks at once. (A consumer would read a window in fewer
+// requests, but the server counts what it has pending when it makes one,
+// walking every subject under the filter: 0.2 s at 10^6 entries of one
+// owner.)
+const (
+	walkChunk    = 256
+	walkParallel = 16
+)
 
 // indexRange returns the entries under filter with sequences in [lo, hi),
-// oldest first.
+// oldest first: each chunk of the window walked by gets of the next entry
+// under the filter, the chunks at once.
 func (b *Bus) indexRange(ctx context.Context, filter string, lo, hi uint64) ([]IndexEntry, error) {
-	var batch []IndexEntry
-	if hi-lo >= consumerWindow {
-		err := b.indexConsumer(ctx, filter, lo, time.Time{}, func(c jetstream.Consumer) error {
-			return readEntries(c, hi, func(e IndexEntry) bool {
-				indexEntriesRead.Add(1)
-				batch = append(batch, e)
-				return true
-			})
-		})
-		return batch, err
+	if hi <= lo {
+		return nil, nil
 	}
+	n := min(uint64(walkParallel), max(1, (hi-lo)/walkChunk))
+	if n == 1 {
+		return b.indexWalk(ctx, filter, lo, hi)
+	}
+	step := (hi - lo + n - 1) / n
+	parts := make([][]IndexEntry, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		from, to := lo+i*step, min(hi, lo+(i+1)*step)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i], errs[i] = b.indexWalk(ctx, filter, from, to)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []IndexEntry
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// indexWalk reads the entries under filter in [lo, hi) one get each.
+func (b *Bus) indexWalk(ctx context.Context, filter string, lo, hi uint64) ([]IndexEntry, error) {
+	var batch []IndexEntry
 	for seq := lo; seq < hi; {
 		m, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
 			return b.indexStream.GetMsg(c, seq, jetstream.WithGetMsgSubject(filter))
@@ -361,15 +438,11 @@ func (b *Bus) indexRange(ctx context.Context, filter string, lo, hi uint64) ([]I
 	return batch, nil
 }
 
-// CountIndex counts the entries q selects. The server counts them from
-// its subject index without reading them.
+// CountIndex counts the entries q selects the way the server does, from
+// its subject index without reading them (it walks the subjects under
+// the filter: TaskCount is cheap for an owner's every task).
 func (b *Bus) CountIndex(ctx context.Context, q IndexQuery) (int, error) {
-	n := 0
-	err := b.indexConsumer(ctx, q.filter(), 0, time.Time{}, func(c jetstream.Consumer) error {
-		n = int(c.CachedInfo().NumPending)
-		return nil
-	})
-	return n, err
+	return b.countFilter(ctx, q.filter())
 }
 
 // ReadIndex calls fn with every entry q selects that was written at or

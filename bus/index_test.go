@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -170,28 +171,51 @@ func TestIndexBackfilledForAnOlderStore(t *testing.T) {
 //
 //	go test -run '^$' -bench IndexPage ./bus
 func BenchmarkIndexPage(bb *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	levels := []int{10_000, 100_000}
+	if os.Getenv("A2AMESH_BENCH_MILLION") != "" {
+		levels = append(levels, 1_000_000)
+	}
+	for _, n := range levels {
 		bb.Run(fmt.Sprintf("tasks=%d", n), func(bb *testing.B) {
-			b := openTestBus(bb, Config{})
+			b := openTestBus(bb, Config{MaxTasks: int64(2 * n)})
 			for i := 0; i < n; i++ {
-				msg, err := indexMsg(newRecord(fmt.Sprintf("t%07d", i)))
+				rec := newRecord(fmt.Sprintf("t%07d", i))
+				msg, err := indexMsg(rec)
 				require.NoError(bb, err)
 				_, err = b.js.PublishMsgAsync(msg)
 				require.NoError(bb, err)
+				b.countTask(rec.Owner, rec.Agent, +1)
 			}
 			<-b.js.PublishAsyncComplete()
-			q := IndexQuery{Owner: "alice", Agent: "echo"}
 			ctx := context.Background()
+			b.FlushCounts(ctx)
+			q := IndexQuery{Owner: "alice", Agent: "echo"}
 			bb.Run("page", func(bb *testing.B) {
 				for bb.Loop() {
 					k := 0
 					require.NoError(bb, b.ScanIndex(ctx, q, 0, 51, func(IndexEntry) (bool, bool) { k++; return true, k < 51 }))
 				}
 			})
+			// A filter no entry passes, looking at 20,000 entries (the
+			// bound of one ListTasks call).
+			bb.Run("look-20000", func(bb *testing.B) {
+				for bb.Loop() {
+					k := 0
+					require.NoError(bb, b.ScanIndex(ctx, q, 0, 51, func(IndexEntry) (bool, bool) { k++; return false, k < 20_000 }))
+				}
+			})
 			bb.Run("count", func(bb *testing.B) {
 				for bb.Loop() {
-					_, err := b.CountIndex(ctx, q)
+					got, err := b.TaskCount(ctx, q)
 					require.NoError(bb, err)
+					require.Equal(bb, n, got)
+				}
+			})
+			bb.Run("server-count", func(bb *testing.B) {
+				for bb.Loop() {
+					got, err := b.CountIndex(ctx, q)
+					require.NoError(bb, err)
+					require.Equal(bb, n, got)
 				}
 			})
 		})

@@ -7,6 +7,7 @@ package bus
 //	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
 //	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
 //	A2A_INDEX    stream, Limits      a2a.index.<owner>.<agent>.<context>.<taskId>  one entry per task, in order of last status change (index.go)
+//	A2A_COUNTS   stream, counters    a2a.count.<owner>[.<agent>]  how many tasks an owner has, of each agent (counts.go)
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	A2A_LEASES   KV, TTL             <work>                 which process does that work now (lease.go)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
@@ -16,6 +17,7 @@ const (
 	StreamEvents = "A2A_EVENTS"
 	StreamDead   = "A2A_DEAD"
 	StreamIndex  = "A2A_INDEX"
+	StreamCounts = "A2A_COUNTS"
 
 	BucketTasks    = "A2A_TASKS"
 	BucketRegistry = "A2A_REGISTRY"
@@ -24,6 +26,7 @@ const (
 	subjEventsPrefix  = "a2a.events."
 	subjDeadPrefix    = "a2a.dead."
 	subjIndexPrefix   = "a2a.index."
+	subjCountPrefix   = "a2a.count."
 	subjControlPrefix = "a2a.control."
 )
 

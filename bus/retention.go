@@ -214,7 +214,16 @@ func (b *Bus) Run(ctx context.Context) error {
 	_, _ = b.backfillIndex(ctx)
 	t := time.NewTimer(trimEvery)
 	defer t.Stop()
-	var pace trimPace
+	var (
+		pace    trimPace
+		checked time.Time
+	)
+	defer func() {
+		// Count changes not flushed yet would be left to the reconciler.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+		defer cancel()
+		b.flushCounts(fctx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,11 +234,15 @@ func (b *Bus) Run(ctx context.Context) error {
 			return nil
 		}
 		// One process trims at a time (lease.go): the others would evict
-		// the same oldest tasks.
+		// the same oldest tasks. The same process checks the task counts.
 		next := trimEvery
 		if b.holdLease(ctx, leaseTrim) {
 			tctx, cancel := context.WithTimeout(ctx, trimPassTimeout)
 			st, _ := b.trim(tctx, func() bool { return b.holdLease(tctx, leaseTrim) })
+			if time.Since(checked) >= countCheckEvery {
+				checked = time.Now()
+				_, _ = b.reconcileCounts(tctx)
+			}
 			cancel()
 			next = pace.next(st, b.cfg.MaxTasks)
 		}

@@ -160,6 +160,7 @@ func (b *Bus) StartTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, func
 		return nil, nil, err
 	}
 	rec.LastSeq, rec.Events = seq, 1
+	b.countTask(rec.Owner, rec.Agent, +1)
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return nil, nil, err

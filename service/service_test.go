@@ -295,12 +295,29 @@ func TestListTasksBoundsAFilteredScan(t *testing.T) {
 	require.Equal(t, canceled, got)
 	require.Equal(t, 3, calls, "9 newer tasks looked at 4 a call, then the 3 canceled")
 
+	// A page that looked at every entry counts what it saw.
 	restore2 := service.SetListBounds(100, 6)
 	defer restore2()
 	list, err := svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(10), Status: a2a.StateCanceled})
 	require.NoError(t, err)
 	require.Len(t, list.Tasks, 3)
-	// The 6 oldest entries read (the 3 canceled, 3 others), then the
-	// other 6 of alice's 12 at that rate: 3 + 6·3/6.
-	require.Equal(t, 6, list.TotalSize)
+	require.Equal(t, 3, list.TotalSize)
+	// One that did not, of more entries than the count bound, estimates:
+	// it looked at the 9 newer tasks and 2 canceled ones, so alice's 12
+	// tasks at that rate are 12·2/11; the next page says the same.
+	list, err = svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(1), Status: a2a.StateCanceled})
+	require.NoError(t, err)
+	require.Len(t, list.Tasks, 1)
+	require.Equal(t, 2, list.TotalSize)
+	require.NotEmpty(t, list.NextPageToken)
+	list, err = svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(1), Status: a2a.StateCanceled, PageToken: list.NextPageToken})
+	require.NoError(t, err)
+	require.Equal(t, canceled[1:2], []string{list.Tasks[0].ID})
+	require.Equal(t, 2, list.TotalSize, "the listing's estimate, carried")
+	// Within the count bound, every entry is read to count.
+	restore3 := service.SetListBounds(100, 12)
+	defer restore3()
+	list, err = svc.ListTasks(alice, &a2a.ListTasksRequest{PageSize: ptr(1), Status: a2a.StateCanceled})
+	require.NoError(t, err)
+	require.Equal(t, 3, list.TotalSize)
 }

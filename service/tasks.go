@@ -60,21 +60,23 @@ const (
 
 // Bounds on what one ListTasks call reads of the index, so that a filter
 // few tasks pass costs a bounded time however many tasks are retained
-// (at 10^6 an unbounded status filter took 6 s to over 30 s; an index
-// entry costs about 5 µs to read):
+// (at 10^6 an unbounded status filter took 6 s to over 30 s; a page
+// reads an index entry in about 20 µs of CPU, bus.ScanIndex):
 //
 //   - listScanBound: the entries a page looks at. A page that reaches it
 //     with fewer tasks than asked for ends there, with a nextPageToken
 //     from which the next page goes on (cursor paging allows short
 //     pages; the client follows the token until it is empty).
-//   - listCountBound: the entries read to count totalSize under a status
-//     or time filter. Past it, totalSize is an estimate: the matches
-//     counted, plus the rest of the caller's entries at the rate seen.
+//   - listCountBound: the caller's entries up to which totalSize under a
+//     status or time filter is counted by reading them. Past it, totalSize
+//     is an estimate: the caller's count (bus.TaskCount) at the rate at
+//     which the entries the page looked at passed the filter, carried in
+//     the page token so that every page of one listing says the same.
 //
 // Variables for tests.
 var (
-	listScanBound  = 20_000
-	listCountBound = 100_000
+	listScanBound  = 5_000
+	listCountBound = 10_000
 )
 
 // ListTasks returns the caller's tasks (of the addressed agent when the
@@ -107,12 +109,13 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		after = t
 	}
 	var before uint64
+	carried := -1 // totalSize an earlier page estimated
 	if req.PageToken != "" {
-		seq, ok := decodeCursor(req.PageToken)
+		seq, total, ok := decodeCursor(req.PageToken)
 		if !ok {
 			return nil, a2a.ErrInvalidParams.With("Invalid parameters: pageToken is not valid")
 		}
-		before = seq
+		before, carried = seq, total
 	}
 	q := bus.IndexQuery{Owner: c.Principal, ContextID: req.ContextID}
 	if c.pinned {
@@ -135,14 +138,12 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		return false
 	}
-	// hint says whether an index entry may stand for a task that passes
-	// the state and time filters: a terminal state is the task's last,
-	// so such an entry is the truth about both; any other entry may be
-	// behind its task, which is then read to decide.
-	hint := func(e bus.IndexEntry) bool {
-		if !e.State.Terminal() {
-			return true
-		}
+	// passes says whether an index entry's recorded status passes the
+	// state and time filters; hint whether the entry may stand for a task
+	// that passes them: a terminal state is the task's last, so such an
+	// entry is the truth about both; any other entry may be behind its
+	// task, which is then read to decide.
+	passes := func(e bus.IndexEntry) bool {
 		if state != "" && e.State != state {
 			return false
 		}
@@ -153,6 +154,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		return true
 	}
+	hint := func(e bus.IndexEntry) bool { return !e.State.Terminal() || passes(e) }
 	var (
 		recs    []*bus.TaskRecord
 		seqs    []uint64 // each listed task's index position
@@ -160,6 +162,8 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		readErr error
 		scanned int
 		stopAt  uint64 // where a page cut short by listScanBound stopped (0: it was not)
+		sample  countSample
+		stopped bool // the scan ended before the entries did
 	)
 	// read returns the task an entry stands for when it passes every
 	// filter (nil when not, or when it is gone).
@@ -190,8 +194,12 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		if scanned++; scanned > listScanBound && len(recs) < size {
 			// Looked at enough for one call: the next page goes on
 			// from this entry (its cursor excludes what is above).
-			stopAt, hasMore = e.Seq+1, true
+			stopAt, hasMore, stopped = e.Seq+1, true, true
 			return false, false
+		}
+		sample.seen++
+		if passes(e) {
+			sample.passed++
 		}
 		r, err := read(e)
 		if err != nil {
@@ -202,7 +210,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 			return false, true
 		}
 		if len(recs) == size {
-			hasMore = true
+			hasMore, stopped = true, true
 			return true, false
 		}
 		recs, seqs = append(recs, r), append(seqs, e.Seq)
@@ -220,9 +228,14 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if err != nil {
 		return nil, err
 	}
-	total, err := s.countTasks(ctx, q, state, after, hint)
-	if err != nil {
-		return nil, err
+	filtered := state != "" || !after.IsZero()
+	total, estimated := carried, carried >= 0
+	if !estimated {
+		sample.whole = before == 0 && !stopped
+		total, estimated, err = s.countTasks(ctx, q, filtered, passes, sample)
+		if err != nil {
+			return nil, err
+		}
 	}
 	out := &a2a.ListTasksResponse{Tasks: make([]a2a.Task, 0, len(recs)), PageSize: size, TotalSize: max(total, len(recs))}
 	includeArtifacts := req.IncludeArtifacts != nil && *req.IncludeArtifacts
@@ -233,11 +246,14 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		out.Tasks = append(out.Tasks, t)
 	}
+	if !estimated {
+		total = -1 // the next page counts again
+	}
 	switch {
 	case stopAt > 0:
-		out.NextPageToken = encodeCursor(stopAt)
+		out.NextPageToken = encodeCursor(stopAt, total)
 	case hasMore:
-		out.NextPageToken = encodeCursor(seqs[len(seqs)-1])
+		out.NextPageToken = encodeCursor(seqs[len(seqs)-1], total)
 	}
 	return out, nil
 }
@@ -288,51 +304,48 @@ func (s *Service) movedDuringScan(ctx context.Context, q bus.IndexQuery, top uin
 // scan only at entries written this long before it.
 const indexSkew = time.Minute
 
-// countTasks is ListTasks' totalSize. Without a state or time filter the
-// server counts the index entries under the owner, agent and context
-// subject filter without reading them. With one, the entries are read
-// (small, never the snapshots) and judged by the status they record: a
-// running task whose entry is behind counts as its entry says. Past
-// listCountBound entries the count is an estimate (see listCountBound).
-func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, state a2a.TaskState, after time.Time, hint func(bus.IndexEntry) bool) (int, error) {
-	if state == "" && after.IsZero() {
-		return s.bus.CountIndex(ctx, q)
+// countSample is what a page's scan saw of the caller's entries, newest
+// first: how many it looked at, how many of those passed the filters by
+// the status they record, and whether it looked at all there are.
+type countSample struct {
+	seen, passed int
+	whole        bool
+}
+
+// countTasks is ListTasks' totalSize, and whether it is an estimate.
+// Without a state or time filter it is the caller's count (TaskCount, no
+// entry read). With one, it is counted from the entries by the status
+// they record (a running task whose entry is behind counts as its entry
+// says): those the page's scan saw when it saw them all, else every
+// entry of the caller while there are at most listCountBound, else the
+// caller's count at the rate the scan's entries passed.
+func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, filtered bool, passes func(bus.IndexEntry) bool, sm countSample) (int, bool, error) {
+	all, err := s.bus.TaskCount(ctx, q)
+	if err != nil || !filtered {
+		return all, false, err
 	}
-	var since time.Time
-	if !after.IsZero() {
-		since = after.Add(-indexSkew)
+	if sm.whole {
+		return sm.passed, false, nil
 	}
-	n, read := 0, 0
-	err := s.bus.ReadIndex(ctx, q, since, func(e bus.IndexEntry) bool {
-		if read++; read > listCountBound {
-			return false
-		}
-		if !hint(e) {
-			return true
-		}
-		if state != "" && e.State != state {
-			return true
-		}
-		if !after.IsZero() {
-			if t, err := a2a.ParseTime(e.StatusTime); err == nil && t.Before(after) {
-				return true
+	if all <= listCountBound {
+		n, read := 0, 0
+		err := s.bus.ReadIndex(ctx, q, time.Time{}, func(e bus.IndexEntry) bool {
+			if read++; read > listCountBound {
+				return false // more than the count said: estimate below
 			}
+			if passes(e) {
+				n++
+			}
+			return true
+		})
+		if err != nil || read <= listCountBound {
+			return n, false, err
 		}
-		n++
-		return true
-	})
-	if err != nil || read <= listCountBound {
-		return n, err
 	}
-	// Too many to read in one call: the rest of the caller's entries
-	// count at the rate the first listCountBound did. (ReadIndex reads
-	// oldest first; with a time filter, from the bound on.)
-	all, err := s.bus.CountIndex(ctx, q)
-	if err != nil {
-		return 0, err
+	if sm.seen == 0 {
+		return 0, true, nil
 	}
-	rest := max(0, all-listCountBound)
-	return n + int(float64(rest)*float64(n)/float64(listCountBound)+0.5), nil
+	return int(float64(all)*float64(sm.passed)/float64(sm.seen) + 0.5), true, nil
 }
 
 func statusTime(r *bus.TaskRecord) time.Time {
@@ -344,26 +357,40 @@ func statusTime(r *bus.TaskRecord) time.Time {
 	return time.Time{}
 }
 
-// A page token is the index position of the page's last task: the next
-// page starts below it.
+// A page token is the index position of the page's last task (the next
+// page starts below it) and, when the listing's totalSize was estimated,
+// that estimate (the next pages say the same).
 const cursorPrefix = "i"
 
-func encodeCursor(seq uint64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatUint(seq, 10)))
+func encodeCursor(seq uint64, total int) string {
+	s := cursorPrefix + strconv.FormatUint(seq, 10)
+	if total >= 0 {
+		s += "." + strconv.Itoa(total)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
-func decodeCursor(s string) (uint64, bool) {
+// decodeCursor returns a token's position, and its estimated totalSize
+// (-1: none).
+func decodeCursor(s string) (uint64, int, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	n, ok := strings.CutPrefix(string(b), cursorPrefix)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
+	n, t, hasTotal := strings.Cut(n, ".")
 	seq, err := strconv.ParseUint(n, 10, 64)
 	if err != nil || seq == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	return seq, true
+	total := -1
+	if hasTotal {
+		if total, err = strconv.Atoi(t); err != nil || total < 0 {
+			return 0, 0, false
+		}
+	}
+	return seq, total, true
 }

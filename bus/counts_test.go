@@ -1,0 +1,126 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// counter reads a counter as stored (not this process's pending changes).
+func counter(t *testing.T, b *Bus, owner, agent string) int64 {
+	t.Helper()
+	v, ok, err := b.counterValue(context.Background(), countSubject(hashToken(owner), agent))
+	require.NoError(t, err)
+	require.True(t, ok, "counter of %q/%q written", owner, agent)
+	return v
+}
+
+// A task counts for its owner, and its owner's agent, from its creation
+// until its index entry goes; TaskCount answers from the counters, which
+// are flushed, not written per task.
+func TestTaskCountsFollowTasks(t *testing.T) {
+	const maxTasks = 100 // trimming keeps 90
+	b := openTestBus(t, Config{MaxTasks: maxTasks, MaxEvents: 10_000})
+	ctx := context.Background()
+	for i := 0; i < maxTasks; i++ {
+		rec := newRecord(fmt.Sprintf("a%03d", i))
+		if i%4 == 0 {
+			rec.Owner, rec.Agent = "bob", "ask"
+		}
+		_, err := b.CreateTask(ctx, rec)
+		require.NoError(t, err)
+	}
+	// A retried creation of an existing task does not count again.
+	_, err := b.CreateTask(ctx, newRecord("a001"))
+	require.ErrorIs(t, err, ErrTaskExists)
+	b.FlushCounts(ctx)
+	assert.EqualValues(t, 75, counter(t, b, "alice", ""))
+	assert.EqualValues(t, 75, counter(t, b, "alice", "echo"))
+	assert.EqualValues(t, 25, counter(t, b, "bob", ""))
+	assert.EqualValues(t, 25, counter(t, b, "bob", "ask"))
+	n, err := b.TaskCount(ctx, IndexQuery{Owner: "bob", Agent: "ask"})
+	require.NoError(t, err)
+	assert.Equal(t, 25, n)
+	n, err = b.TaskCount(ctx, IndexQuery{Owner: "bob", Agent: "echo"})
+	require.NoError(t, err)
+	assert.Zero(t, n, "no counter: the server counts, and finds none")
+
+	// Eviction takes tasks off the counts: 10 of the oldest, 3 of them bob's.
+	removed := trim(t, b)
+	require.Equal(t, 10, removed)
+	b.FlushCounts(ctx)
+	assert.EqualValues(t, 68, counter(t, b, "alice", ""))
+	assert.EqualValues(t, 22, counter(t, b, "bob", "ask"))
+	for _, q := range []IndexQuery{{Owner: "alice"}, {Owner: "alice", Agent: "echo"}, {Owner: "bob"}} {
+		want, err := b.CountIndex(ctx, q)
+		require.NoError(t, err)
+		got, err := b.TaskCount(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "%+v: the counter agrees with the server's count", q)
+	}
+	// Removing an entry that is already gone counts nothing.
+	rec := newRecord("a050") // alice's, still retained
+	require.NoError(t, b.removeIndex(ctx, rec))
+	require.NoError(t, b.removeIndex(ctx, rec))
+	b.FlushCounts(ctx)
+	assert.EqualValues(t, 67, counter(t, b, "alice", ""))
+}
+
+// A counter that drifted (a process killed before its flush) is repaired
+// by the reconciler once it has seen the same drift twice, by the smaller
+// of the two: changes in flight the first time are not taken for drift.
+func TestReconcileRepairsADriftSeenTwice(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		_, err := b.CreateTask(ctx, newRecord(fmt.Sprintf("r%02d", i)))
+		require.NoError(t, err)
+	}
+	b.FlushCounts(ctx)
+	// The counter lost 5 creations, and 3 more are "in flight" (counted
+	// by the index, not yet by the counter) at the first pass.
+	_, err := b.publish(ctx, incrMsg(countSubject(hashToken("alice"), "echo"), -8))
+	require.NoError(t, err)
+	fixed, err := b.reconcileCounts(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, fixed, "a drift seen once is not corrected")
+	assert.EqualValues(t, 12, counter(t, b, "alice", "echo"))
+	_, err = b.publish(ctx, incrMsg(countSubject(hashToken("alice"), "echo"), +3)) // the flush lands
+	require.NoError(t, err)
+	fixed, err = b.reconcileCounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, fixed)
+	assert.EqualValues(t, 20, counter(t, b, "alice", "echo"))
+	assert.EqualValues(t, 20, counter(t, b, "alice", ""), "the owner's counter had not drifted")
+	fixed, err = b.reconcileCounts(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, fixed)
+}
+
+// An index without counters (a mesh from before them) gets them from one
+// read of the index.
+func TestReconcileSeedsMissingCounters(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx := context.Background()
+	for i := 0; i < 7; i++ {
+		rec := newRecord(fmt.Sprintf("s%02d", i))
+		if i < 2 {
+			rec.Owner = ""
+		}
+		_, err := b.CreateTask(ctx, rec)
+		require.NoError(t, err)
+	}
+	b.FlushCounts(ctx)
+	require.NoError(t, b.countStream.Purge(ctx))
+	n, err := b.TaskCount(ctx, IndexQuery{Owner: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, 5, n, "no counter: the server's count")
+	seeded, err := b.reconcileCounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 4, seeded, "two owners, each with one agent")
+	assert.EqualValues(t, 5, counter(t, b, "alice", ""))
+	assert.EqualValues(t, 2, counter(t, b, "", "echo"))
+}
