@@ -32,9 +32,10 @@ import (
 //
 // A count can drift: a process killed before its flush, an entry that
 // aged out or was never written. The trimming lease's holder reconciles
-// the counters with the server's own count of the index (reconcileCounts),
-// correcting a drift it sees twice in a row, so that sends in flight
-// (counted by the index, not flushed yet) are never taken for one.
+// the counters with the server's own count of the index (reconcileCounts)
+// while the index is quiet: under load the index is always ahead of the
+// counters by the changes not flushed yet, which must not be taken for
+// drift.
 
 // countFlushEvery is how long a process holds its count changes before
 // writing them.
@@ -55,8 +56,6 @@ type counts struct {
 	pending   map[string]int64
 	flushing  map[string]int64 // being written now
 	scheduled bool
-	// drift is what reconcileCounts saw last for each counter.
-	drift map[string]int64
 	// next is where the next reconcile pass goes on from.
 	next string
 }
@@ -270,11 +269,17 @@ func (b *Bus) countFilter(ctx context.Context, filter string) (int, error) {
 // has not repaired yet); one of a context, or one whose counter was
 // never written, by the server's count, cheap for a context.
 func (b *Bus) TaskCount(ctx context.Context, q IndexQuery) (int, error) {
+	n, _, err := b.taskCount(ctx, q)
+	return n, err
+}
+
+// taskCount is TaskCount, and whether the server counted (exact).
+func (b *Bus) taskCount(ctx context.Context, q IndexQuery) (int, bool, error) {
 	if q.ContextID == "" && !q.AnyOwner {
 		subj := countSubject(hashToken(q.Owner), q.Agent)
 		v, ok, err := b.counterValue(ctx, subj)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if ok {
 			// This process's own changes count before they are written.
@@ -282,10 +287,11 @@ func (b *Bus) TaskCount(ctx context.Context, q IndexQuery) (int, error) {
 			c.mu.Lock()
 			v += c.pending[subj] + c.flushing[subj]
 			c.mu.Unlock()
-			return int(max(v, 0)), nil
+			return int(max(v, 0)), false, nil
 		}
 	}
-	return b.countFilter(ctx, q.filter())
+	n, err := b.countFilter(ctx, q.filter())
+	return n, err == nil, err
 }
 
 // countCheckEvery spaces the reconciliation passes, and countCheckMax
@@ -296,13 +302,31 @@ const (
 	countCheckMax   = 256
 )
 
+// countQuiet is how long the index must have had no write for a
+// reconciliation pass to run: ten flush intervals, so that every live
+// process has flushed what it counted (a variable for tests).
+var countQuiet = 10 * countFlushEvery
+
 // reconcileCounts compares counters with the server's count of the index
-// entries they stand for and corrects a drift seen in two passes in a row
-// (by the smaller of the two, so that changes not flushed yet are never
-// taken for drift). A mesh whose index holds entries and no counter at
-// all (one upgraded from a release without counts) has them written from
-// one read of the index. It returns how many counters it corrected.
+// entries they stand for, and corrects them, when the index has been
+// quiet for countQuiet and stays so while a counter is checked: then the
+// only changes not in the counters are lost ones. A mesh whose index
+// holds entries and no counter at all (one upgraded from a release
+// without counts) has them written from one read of the index. It returns
+// how many counters it corrected (or wrote).
 func (b *Bus) reconcileCounts(ctx context.Context) (int, error) {
+	// This process's own changes (the trimmer's evictions) first.
+	b.flushCounts(ctx)
+	quiet := func() (uint64, bool, error) {
+		ii, err := b.indexStream.Info(ctx)
+		if err != nil {
+			return 0, false, fmt.Errorf("bus: task counts: %w", err)
+		}
+		return ii.State.LastSeq, ii.State.Msgs == 0 || time.Since(ii.State.LastTime) >= countQuiet, nil
+	}
+	if _, ok, err := quiet(); err != nil || !ok {
+		return 0, err
+	}
 	si, err := b.countStream.Info(ctx, jetstream.WithSubjectFilter(subjCountPrefix+">"))
 	if err != nil {
 		return 0, fmt.Errorf("bus: task counts: %w", err)
@@ -314,9 +338,6 @@ func (b *Bus) reconcileCounts(ctx context.Context) (int, error) {
 	c := &b.counts
 	c.mu.Lock()
 	start, _ := slices.BinarySearch(subjects, c.next)
-	if c.drift == nil {
-		c.drift = map[string]int64{}
-	}
 	c.mu.Unlock()
 	fixed := 0
 	for i := 0; i < min(countCheckMax, len(subjects)); i++ {
@@ -327,6 +348,10 @@ func (b *Bus) reconcileCounts(ctx context.Context) (int, error) {
 		filter, ok := countFilterOf(subj)
 		if !ok {
 			continue
+		}
+		seq1, _, err := quiet()
+		if err != nil {
+			return fixed, err
 		}
 		v1, _, err := b.counterValue(ctx, subj)
 		if err != nil {
@@ -340,37 +365,21 @@ func (b *Bus) reconcileCounts(ctx context.Context) (int, error) {
 		if err != nil {
 			return fixed, err
 		}
+		seq2, ok, err := quiet()
+		if err != nil || !ok || seq1 != seq2 {
+			return fixed, err // the index moved: judge again when it rests
+		}
 		if v1 != v2 {
-			continue // a flush landed meanwhile: judge it next time
+			continue // a flush landed meanwhile (a purge): judge it next time
 		}
-		d := int64(n) - v1
-		c.mu.Lock()
-		prev := c.drift[subj]
-		c.drift[subj] = d
-		c.mu.Unlock()
-		if d == 0 || prev == 0 || (d > 0) != (prev > 0) {
-			continue
+		if d := int64(n) - v1; d != 0 {
+			if _, err := b.publish(ctx, incrMsg(subj, d)); err != nil {
+				return fixed, fmt.Errorf("bus: task counts: %w", err)
+			}
+			fixed++
 		}
-		fix := d
-		if abs(prev) < abs(d) {
-			fix = prev
-		}
-		if _, err := b.publish(ctx, incrMsg(subj, fix)); err != nil {
-			return fixed, fmt.Errorf("bus: task counts: %w", err)
-		}
-		c.mu.Lock()
-		c.drift[subj] = 0
-		c.mu.Unlock()
-		fixed++
 	}
 	return fixed, nil
-}
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // countFilterOf is the index filter a counter stands for.

@@ -204,6 +204,14 @@ func BenchmarkIndexPage(bb *testing.B) {
 					require.NoError(bb, b.ScanIndex(ctx, q, 0, 51, func(IndexEntry) (bool, bool) { k++; return false, k < 20_000 }))
 				}
 			})
+			bb.Run("unknown-context", func(bb *testing.B) {
+				for bb.Loop() {
+					require.NoError(bb, b.ScanIndex(ctx, IndexQuery{Owner: "alice", ContextID: "none"}, 0, 51, func(IndexEntry) (bool, bool) {
+						bb.Fatal("an entry of no context")
+						return false, false
+					}))
+				}
+			})
 			bb.Run("count", func(bb *testing.B) {
 				for bb.Loop() {
 					got, err := b.TaskCount(ctx, q)
