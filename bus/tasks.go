@@ -72,6 +72,9 @@ type TaskRecord struct {
 	Extensions []string `json:"extensions,omitempty"`
 
 	rev uint64 // KV revision this record was read at
+	// revUnknown marks a record that did not come from the bucket (a
+	// work item carried it): its revision there is not known.
+	revUnknown bool
 	// indexed is the status (indexKey) of the task's last index entry
 	// this record knows of: a store writes the entry when it differs.
 	indexed string
@@ -321,16 +324,23 @@ func (b *Bus) store(ctx context.Context, rec *TaskRecord, create bool) bool {
 	// says what the log already holds.
 	indexed := b.indexAsync(rec)
 	var rev uint64
-	if create {
+	switch {
+	case create:
 		rev, err = b.tasks.Create(ctx, rec.Task.ID, data)
-	} else {
+	case rec.revUnknown && rec.Task.Status.State.Terminal():
+		// A terminal snapshot is the task's last: nothing is appended
+		// after a terminal event, so no snapshot can be newer, and one
+		// stored later by a compare-and-set on an older revision fails.
+		// It needs no revision to compare with.
+		rev, err = b.tasks.Put(ctx, rec.Task.ID, data)
+	default:
 		rev, err = b.tasks.Update(ctx, rec.Task.ID, data, rec.rev)
 	}
 	indexed(ctx)
 	if err != nil {
 		return false
 	}
-	rec.rev = rev
+	rec.rev, rec.revUnknown = rev, false
 	return true
 }
 
