@@ -129,3 +129,37 @@ func TestReconcileSeedsMissingCounters(t *testing.T) {
 	assert.EqualValues(t, 5, counter(t, b, "alice", ""))
 	assert.EqualValues(t, 2, counter(t, b, "", "echo"))
 }
+
+// On an R3 cluster (no direct gets: the server's count goes through a
+// consumer) every node reads the same counts, and the reconciler repairs
+// a drift there too.
+func TestTaskCountsOnCluster(t *testing.T) {
+	buses := startTestCluster(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := 0; i < 30; i++ {
+		_, err := buses[i%3].CreateTask(ctx, newRecord(fmt.Sprintf("c%02d", i)))
+		require.NoError(t, err)
+	}
+	for _, b := range buses {
+		b.FlushCounts(ctx)
+	}
+	for j, b := range buses {
+		n, err := b.TaskCount(ctx, IndexQuery{Owner: "alice"})
+		require.NoError(t, err)
+		assert.Equal(t, 30, n, "via n%d", j)
+		n, err = b.CountIndex(ctx, IndexQuery{Owner: "alice", Agent: "echo"})
+		require.NoError(t, err)
+		assert.Equal(t, 30, n, "the server's count via n%d", j)
+	}
+	defer func(q time.Duration) { countQuiet = q }(countQuiet)
+	countQuiet = 0
+	_, err := buses[0].publish(ctx, incrMsg(countSubject(hashToken("alice"), ""), +4))
+	require.NoError(t, err)
+	fixed, err := buses[1].reconcileCounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, fixed)
+	n, err := buses[2].TaskCount(ctx, IndexQuery{Owner: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, 30, n)
+}
