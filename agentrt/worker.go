@@ -322,18 +322,9 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	if sc := span.SpanContext(); sc.IsValid() {
 		log = log.With("trace_id", sc.TraceID().String())
 	}
-	// A new task's first item carries the task as created: its first
-	// delivery starts from that, without reading the snapshot.
-	rec := item.Start()
-	if meta.NumDelivered > 1 {
-		rec = nil
-	}
-	err = nil
-	if rec == nil {
-		opCtx, cancelOp := context.WithTimeout(bg, 20*time.Second)
-		rec, err = w.Bus.PeekTask(opCtx, item.TaskID)
-		cancelOp()
-	}
+	opCtx, cancelOp := context.WithTimeout(bg, 20*time.Second)
+	rec, err := w.Bus.PeekTask(opCtx, item.TaskID)
+	cancelOp()
 	switch {
 	case errors.Is(err, bus.ErrTaskNotFound):
 		w.taskNotFound(log, m, &meta, &item)

@@ -72,9 +72,6 @@ type TaskRecord struct {
 	Extensions []string `json:"extensions,omitempty"`
 
 	rev uint64 // KV revision this record was read at
-	// revUnknown marks a record that did not come from the bucket (a
-	// work item carried it): its revision there is not known.
-	revUnknown bool
 	// indexed is the status (indexKey) of the task's last index entry
 	// this record knows of: a store writes the entry when it differs.
 	indexed string
@@ -324,23 +321,16 @@ func (b *Bus) store(ctx context.Context, rec *TaskRecord, create bool) bool {
 	// says what the log already holds.
 	indexed := b.indexAsync(rec)
 	var rev uint64
-	switch {
-	case create:
+	if create {
 		rev, err = b.tasks.Create(ctx, rec.Task.ID, data)
-	case rec.revUnknown && rec.Task.Status.State.Terminal():
-		// A terminal snapshot is the task's last: nothing is appended
-		// after a terminal event, so no snapshot can be newer, and one
-		// stored later by a compare-and-set on an older revision fails.
-		// It needs no revision to compare with.
-		rev, err = b.tasks.Put(ctx, rec.Task.ID, data)
-	default:
+	} else {
 		rev, err = b.tasks.Update(ctx, rec.Task.ID, data, rec.rev)
 	}
 	indexed(ctx)
 	if err != nil {
 		return false
 	}
-	rec.rev, rec.revUnknown = rev, false
+	rec.rev = rev
 	return true
 }
 

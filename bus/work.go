@@ -31,27 +31,6 @@ type WorkItem struct {
 	Extensions []string `json:"extensions,omitempty"`
 	Owner      string   `json:"owner,omitempty"`
 	Enqueued   string   `json:"enqueued"`
-	// Task is the task as its creator recorded it, carried by a new
-	// task's first work item: a worker on the item's first delivery
-	// starts from it instead of reading the stored snapshot, one round
-	// trip less on every send (Start). Items re-enqueued by a recovery
-	// carry none.
-	Task *TaskRecord `json:"task,omitempty"`
-}
-
-// Start returns the task the item carries, to be used as a snapshot whose
-// revision in the bucket is unknown (nil: it carries none, or one that is
-// not its task's creation). A stale copy costs nothing but a reread: the
-// first append expects the log to end where the copy does, and a log that
-// moved on (a cancel) refuses it.
-func (it *WorkItem) Start() *TaskRecord {
-	t := it.Task
-	if t == nil || t.Task.ID != it.TaskID || t.LastSeq == 0 || t.Events != 1 {
-		return nil
-	}
-	rec := *t
-	rec.revUnknown = true
-	return &rec
 }
 
 // Enqueue puts item on its agent's work queue. msgID makes the publish

@@ -156,9 +156,6 @@ func (s *Service) startTask(ctx context.Context, t *Turn, msg *a2a.Message) (*Su
 		if err == nil {
 			sub := s.recorded(t, msg, rec)
 			sub.created = finish
-			// The worker starts from the task as created (bus.WorkItem.Task).
-			created := *rec
-			sub.item.Task = &created
 			return sub, nil
 		}
 		if !errors.Is(err, bus.ErrTaskExists) {
