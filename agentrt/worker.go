@@ -364,7 +364,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	// before they could run (a failover, a full disk) do not count.
 	if runs := rec.TurnRuns; runs > 0 && runs+1 >= w.Bus.Config().MaxDeliver {
 		log.Error("task abandoned after repeated worker failures", "runs", runs)
-		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", runs+1))) {
+		if !w.settle(log, m, item.TaskID, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", runs+1))) {
 			return
 		}
 		if err := w.Bus.DeadLetter(bg, w.Name, m.Data(), "max deliveries"); err != nil {
@@ -386,6 +386,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 			return
 		}
 		log.Warn("could not mark task working; will retry", "err", err)
+		w.noticeStoreFull(item.TaskID, err)
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
@@ -433,7 +434,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		// Canceled (or closed by someone else): the log already says so.
 	case errors.Is(cause, ErrTimedOut):
 		log.Warn("task timed out", "timeout", w.Timeout)
-		if !w.settle(log, m, wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))) {
+		if !w.settle(log, m, item.TaskID, wr.Fail(fmt.Sprintf("task timed out after %s", w.Timeout))) {
 			outcome = metrics.RunRetried
 			return
 		}
@@ -441,17 +442,18 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		// The bus, not the agent, failed (a NATS node lost, say): run the
 		// turn again once it is back rather than fail the task.
 		log.Warn("could not record the agent's events; the turn will run again", "err", wr.writeFailed())
+		w.noticeStoreFull(item.TaskID, wr.writeFailed())
 		outcome = metrics.RunRetried
 		_ = m.NakWithDelay(2 * time.Second)
 		return
 	case runErr != nil:
 		log.Error("agent failed", "err", runErr)
-		if !w.settle(log, m, wr.Fail(failureText(runErr))) {
+		if !w.settle(log, m, item.TaskID, wr.Fail(failureText(runErr))) {
 			outcome = metrics.RunRetried
 			return
 		}
 	default:
-		if !w.settle(log, m, wr.Complete("")) {
+		if !w.settle(log, m, item.TaskID, wr.Complete("")) {
 			outcome = metrics.RunRetried
 			return
 		}
@@ -549,7 +551,7 @@ func runState(wr *writer, outcome string) string {
 // settle checks the write of a turn's final state: if the bus failed it,
 // the work goes back to the queue (the turn runs again) instead of being
 // acked with the task left working. It reports whether to ack.
-func (w *Worker) settle(log *slog.Logger, m *bus.Msg, err error) bool {
+func (w *Worker) settle(log *slog.Logger, m *bus.Msg, taskID string, err error) bool {
 	if err == nil || errors.Is(err, ErrTaskClosed) {
 		return true
 	}
@@ -560,6 +562,7 @@ func (w *Worker) settle(log *slog.Logger, m *bus.Msg, err error) bool {
 		return true
 	}
 	log.Warn("could not record the task's final state; the turn will run again", "err", err)
+	w.noticeStoreFull(taskID, err)
 	_ = m.NakWithDelay(2 * time.Second)
 	return false
 }
@@ -647,4 +650,12 @@ func historyBefore(h []a2a.Message, id string) []a2a.Message {
 		}
 	}
 	return h
+}
+
+// noticeStoreFull tells a blocking send waiting for the task that its turn
+// waits for space when err says the store is full (bus.NoticeStoreFull).
+func (w *Worker) noticeStoreFull(taskID string, err error) {
+	if errors.Is(err, bus.ErrStoreFull) {
+		w.Bus.NoticeStoreFull(taskID)
+	}
 }

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,10 +13,11 @@ import (
 // interrupted) state. Start it before the task's work is enqueued, so a
 // fast worker's notification is not missed.
 type SettleWatch struct {
-	b    *Bus
-	id   string
-	sub  *nats.Subscription
-	msgs chan *nats.Msg
+	b       *Bus
+	id      string
+	sub     *nats.Subscription
+	stalled *nats.Subscription
+	msgs    chan *nats.Msg
 }
 
 // WatchSettle starts watching task id's snapshots for a final state: the
@@ -31,11 +33,26 @@ func (b *Bus) WatchSettle(id string) (*SettleWatch, error) {
 		return nil, err
 	}
 	w.sub = sub
+	if w.stalled, err = b.nc.ChanSubscribe(stalledSubject(id), w.msgs); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
 	return w, nil
 }
 
 // Stop ends the watch.
-func (w *SettleWatch) Stop() { _ = w.sub.Unsubscribe() }
+func (w *SettleWatch) Stop() {
+	_ = w.sub.Unsubscribe()
+	_ = w.stalled.Unsubscribe()
+}
+
+// NoticeStoreFull tells whoever waits for task id to settle that its
+// worker could not record the task's next step because the store is full
+// (the task stands, and runs again once space returns): a blocking send
+// then answers with the task as it stands instead of waiting out its
+// bound. A core NATS message, at most once: a waiter that misses it waits
+// as it would have.
+func (b *Bus) NoticeStoreFull(id string) { _ = b.nc.Publish(stalledSubject(id), nil) }
 
 // settled decodes a stored snapshot when it is final (nil otherwise).
 func settled(m *nats.Msg) *TaskRecord {
@@ -53,7 +70,8 @@ func settled(m *nats.Msg) *TaskRecord {
 }
 
 // Wait returns the task once it has settled; rec is the task as the caller
-// last saw it. The stored snapshot arrives whole as soon as a worker
+// last saw it. An error matching ErrStoreFull says the task's worker could
+// not record its next step for lack of storage (NoticeStoreFull). The stored snapshot arrives whole as soon as a worker
 // stores it; once a second the task is also loaded from its log, in case a
 // notification was lost or its writer died before storing. It returns
 // ctx's error when ctx ends first (the task itself goes on).
@@ -76,6 +94,9 @@ func (w *SettleWatch) Wait(ctx context.Context, rec *TaskRecord) (*TaskRecord, e
 	for {
 		select {
 		case m := <-w.msgs:
+			if m.Sub == w.stalled {
+				return nil, fmt.Errorf("%w: task %s waits for space to record its next step", ErrStoreFull, w.id)
+			}
 			if r := settled(m); r != nil {
 				return r, nil
 			}

@@ -49,3 +49,35 @@ func TestSettleWatchWakesOnTheFinalSnapshot(t *testing.T) {
 		t.Fatal("the waiter was never woken")
 	}
 }
+
+// A worker that cannot record a task's step for lack of storage says so,
+// and the waiter stops waiting at once with an error matching
+// ErrStoreFull; a notice for another task wakes nobody.
+func TestSettleWatchEndsOnAStoreFullNotice(t *testing.T) {
+	b := openTestBus(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := b.CreateTask(ctx, newRecord("s2"))
+	require.NoError(t, err)
+	w, err := b.WatchSettle("s2")
+	require.NoError(t, err)
+	defer w.Stop()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := w.Wait(ctx, rec)
+		errc <- err
+	}()
+	b.NoticeStoreFull("another")
+	select {
+	case err := <-errc:
+		t.Fatalf("woken by another task's notice: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	b.NoticeStoreFull("s2")
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, ErrStoreFull)
+	case <-time.After(900 * time.Millisecond): // before Wait's once-a-second load
+		t.Fatal("the notice did not end the wait")
+	}
+}

@@ -86,8 +86,9 @@ func (b *Bus) countTask(owner, agent string, d int64) {
 }
 
 // flushCounts writes the count changes held so far. Changes that could
-// not be written are kept for the next flush (a connection that closed
-// for good loses them: the reconciliation repairs that).
+// not be written for a passing fault are kept for the next flush (a
+// connection that closed for good, or a refusal, loses them: the
+// reconciliation repairs that).
 func (b *Bus) flushCounts(ctx context.Context) {
 	c := &b.counts
 	c.mu.Lock()
@@ -112,36 +113,26 @@ func (b *Bus) flushCounts(ctx context.Context) {
 	if len(pending) == 0 || b.nc.IsClosed() {
 		return
 	}
-	type sent struct {
-		subj string
-		d    int64
-		fut  jetstream.PubAckFuture
-	}
-	var out []sent
-	var failed []sent
+	// One publish after another (a flush holds a few counters): a
+	// request ends as soon as the connection closes, so no flush outlives
+	// its bus by more than the write in progress.
+	var failed map[string]int64
 	for subj, d := range pending {
 		if d == 0 {
 			continue
 		}
-		fut, err := b.js.PublishMsgAsync(incrMsg(subj, d))
-		if err != nil {
-			failed = append(failed, sent{subj: subj, d: d})
-			continue
-		}
-		out = append(out, sent{subj, d, fut})
-	}
-	for _, s := range out {
-		select {
-		case <-s.fut.Ok():
-		case <-s.fut.Err():
-			failed = append(failed, s)
-		case <-ctx.Done():
-			failed = append(failed, s)
+		if _, err := b.js.PublishMsg(ctx, incrMsg(subj, d)); err != nil && transient(err) {
+			// Kept for the next flush; a refusal (a full store) is left
+			// to the reconciler.
+			if failed == nil {
+				failed = map[string]int64{}
+			}
+			failed[subj] = d
 		}
 	}
 	if len(failed) > 0 && !b.nc.IsClosed() {
-		for _, s := range failed {
-			b.countDelta(s.subj, s.d)
+		for subj, d := range failed {
+			b.countDelta(subj, d)
 		}
 	}
 }

@@ -11,6 +11,7 @@ package bus
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	A2A_LEASES   KV, TTL             <work>                 which process does that work now (lease.go)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
+//	a2a.stalled.<taskId>  core NATS  a worker could not record a task's step: the store is full (await.go)
 //	a2a.ratelimit.usage   core NATS  what each edge admitted per principal (gossip.go)
 const (
 	StreamWork   = "A2A_WORK"
@@ -28,7 +29,11 @@ const (
 	subjIndexPrefix   = "a2a.index."
 	subjCountPrefix   = "a2a.count."
 	subjControlPrefix = "a2a.control."
+	subjStalledPrefix = "a2a.stalled."
 )
+
+// stalledSubject carries NoticeStoreFull for one task.
+func stalledSubject(taskID string) string { return subjStalledPrefix + taskID }
 
 // WorkSubject is where a turn of task taskID waits for agent's workers.
 // One subject per task lets anyone ask whether a task's work is queued.

@@ -57,7 +57,8 @@ const StoreFullGrace = time.Second
 // unless that read finds it settled. When ctx ends first, Await returns
 // ctx's error. The task itself goes on either way. Await ends sub's watch.
 // A task created as the store filled (its snapshot refused for lack of
-// storage) is waited for StoreFullGrace at most.
+// storage) is waited for StoreFullGrace at most, and one whose worker
+// says it cannot record a step for lack of storage no longer.
 func (s *Service) Await(ctx context.Context, sub *Submitted, until time.Time) (*bus.TaskRecord, error) {
 	if sub.watch == nil {
 		return nil, errors.New("tasks: Await of a turn not submitted with Wait")
@@ -68,13 +69,17 @@ func (s *Service) Await(ctx context.Context, sub *Submitted, until time.Time) (*
 			until = grace
 		}
 	}
-	if until.IsZero() {
-		return sub.watch.Wait(ctx, sub.Task)
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if !until.IsZero() {
+		wctx, cancel = context.WithDeadlineCause(ctx, until, errBound)
 	}
-	wctx, cancel := context.WithDeadlineCause(ctx, until, errBound)
 	defer cancel()
 	settled, err := sub.watch.Wait(wctx, sub.Task)
-	if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(wctx), errBound) {
+	// The task's worker could not record its next step for lack of
+	// storage: as for a snapshot refused, the task stands and runs once
+	// space returns; a longer wait would only hold the client.
+	stalled := errors.Is(err, bus.ErrStoreFull)
+	if !stalled && (err == nil || ctx.Err() != nil || !errors.Is(context.Cause(wctx), errBound)) {
 		return settled, err
 	}
 	lctx, lcancel := context.WithTimeout(ctx, standsTimeout)
@@ -85,5 +90,5 @@ func (s *Service) Await(ctx context.Context, sub *Submitted, until time.Time) (*
 	} else if cur.Task.Status.State.Final() {
 		return cur, nil // settled as the wait ended
 	}
-	return cur, &UnsettledError{TaskID: cur.Task.ID, State: cur.Task.Status.State, ReadErr: lerr, StoreFull: sub.storeFull}
+	return cur, &UnsettledError{TaskID: cur.Task.ID, State: cur.Task.Status.State, ReadErr: lerr, StoreFull: sub.storeFull || stalled}
 }
