@@ -1,0 +1,115 @@
+// How the console talks to the edge that served it: the operator API
+// (/ops/v1) and the agents' JSON-RPC endpoints, with the tab's API key.
+// The key lives in sessionStorage only: it goes in the X-Api-Key header,
+// never in a URL or a cookie, and is gone when the tab closes.
+
+// root is the edge's base URL: the console is served at <root>console/.
+const root = new URL('../', document.baseURI);
+const keyItem = 'a2amesh.apiKey';
+
+export function getKey() {
+  return sessionStorage.getItem(keyItem) || '';
+}
+
+export function setKey(key) {
+  if (key) sessionStorage.setItem(keyItem, key);
+  else sessionStorage.removeItem(keyItem);
+}
+
+// HTTPError is an answer with a status other than 2xx.
+export class HTTPError extends Error {
+  constructor(status, message) {
+    super(message || 'HTTP ' + status);
+    this.status = status;
+  }
+}
+
+// RPCError is a JSON-RPC error object.
+export class RPCError extends Error {
+  constructor(err) {
+    super((err && err.message) || 'JSON-RPC error');
+    this.code = err && err.code;
+  }
+}
+
+function headers(extra) {
+  const h = new Headers(extra);
+  const key = getKey();
+  if (key) h.set('X-Api-Key', key);
+  return h;
+}
+
+async function failure(resp) {
+  let msg = '';
+  try {
+    const doc = await resp.json();
+    msg = (doc.error && (doc.error.message || doc.error)) || '';
+  } catch (e) { /* not JSON */ }
+  return new HTTPError(resp.status, typeof msg === 'string' && msg ? msg : 'HTTP ' + resp.status);
+}
+
+// getJSON reads an edge path ("ops/v1/fleet") as JSON.
+export async function getJSON(path, signal) {
+  const resp = await fetch(new URL(path, root), {
+    headers: headers({ Accept: 'application/json' }),
+    credentials: 'omit', cache: 'no-store', signal,
+  });
+  if (!resp.ok) throw await failure(resp);
+  return resp.json();
+}
+
+let nextID = 1;
+
+// streamRPC calls a streaming A2A 1.0 method of agent over JSON-RPC and
+// calls onResult with the result of each server-sent event as it arrives.
+// It returns when the stream ends; a JSON-RPC error throws RPCError.
+export async function streamRPC(agent, method, params, onResult, signal) {
+  const resp = await fetch(new URL('agents/' + encodeURIComponent(agent), root), {
+    method: 'POST',
+    headers: headers({
+      'Content-Type': 'application/json', Accept: 'text/event-stream', 'A2A-Version': '1.0',
+    }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params }),
+    credentials: 'omit', cache: 'no-store', signal,
+  });
+  if (!resp.ok) throw await failure(resp);
+  if (!(resp.headers.get('Content-Type') || '').startsWith('text/event-stream')) {
+    const doc = await resp.json(); // an error answered before any stream
+    if (doc.error) throw new RPCError(doc.error);
+    onResult(doc.result);
+    return;
+  }
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value.replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const data = sseData(block);
+      if (data === null) continue; // a comment (keep-alive)
+      const doc = JSON.parse(data);
+      if (doc.error) throw new RPCError(doc.error);
+      onResult(doc.result);
+    }
+  }
+}
+
+// sseData joins the data lines of one event, null when it has none.
+function sseData(block) {
+  const lines = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  }
+  return lines.length ? lines.join('\n') : null;
+}
+
+// newID returns a random id (crypto.randomUUID needs a secure context,
+// which a console on a LAN address over http is not).
+export function newID() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}

@@ -1,0 +1,175 @@
+// The chat view: send a message to an agent with SendStreamingMessage
+// and show the task's status and output as the events arrive. The
+// conversation keeps its contextId, and the taskId while the agent asks
+// for input, so the next message continues it.
+//
+// What an agent sends is untrusted: it is only ever set as textContent,
+// never parsed as HTML.
+import { streamRPC, newID } from './api.js';
+
+export function startChat({ form, agent, input, send, reset, log }) {
+  let conv = {}; // {agent, contextId, taskId}
+
+  function setAgents(names) {
+    const current = agent.value;
+    const have = Array.from(agent.options, (o) => o.value);
+    if (have.join('\n') === names.join('\n')) return;
+    agent.replaceChildren(...names.map((n) => {
+      const o = document.createElement('option');
+      o.value = n;
+      o.textContent = n;
+      return o;
+    }));
+    if (names.includes(current)) agent.value = current;
+  }
+
+  function newConversation() {
+    conv = {};
+    log.replaceChildren();
+  }
+
+  agent.addEventListener('change', newConversation);
+  reset.addEventListener('click', newConversation);
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
+  });
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const text = input.value;
+    const name = agent.value;
+    if (!name || !text.trim()) return;
+    if (conv.agent !== name) conv = { agent: name };
+    input.value = '';
+    send.disabled = true;
+    entry('user', 'you → ' + name).body.append(textBlock(text));
+    const reply = entry('agent', name);
+    const turn = new Turn(reply);
+    const message = { role: 'ROLE_USER', messageId: newID(), parts: [{ text }] };
+    if (conv.contextId) message.contextId = conv.contextId;
+    if (conv.taskId) message.taskId = conv.taskId;
+    try {
+      await streamRPC(name, 'SendStreamingMessage', { message }, (r) => turn.add(r));
+    } catch (e) {
+      turn.fail(e.message);
+    } finally {
+      send.disabled = false;
+    }
+    if (turn.contextId) conv.contextId = turn.contextId;
+    conv.taskId = turn.state === 'input-required' || turn.state === 'auth-required' ? turn.taskId : undefined;
+  });
+
+  function entry(cls, who) {
+    const li = document.createElement('li');
+    li.className = cls;
+    const head = document.createElement('div');
+    head.className = 'state';
+    head.textContent = who;
+    const body = document.createElement('div');
+    body.className = 'body';
+    li.append(head, body);
+    log.append(li);
+    li.scrollIntoView({ block: 'end' });
+    return { li, head, body };
+  }
+
+  return { setAgents };
+}
+
+// Turn renders the events of one streamed answer into its entry.
+class Turn {
+  constructor({ li, head, body }) {
+    this.li = li;
+    this.who = head.textContent;
+    this.head = head;
+    this.body = body;
+    this.artifacts = new Map(); // artifactId -> element
+  }
+
+  add(r) {
+    if (!r) return;
+    if (r.task) {
+      this.ids(r.task.id, r.task.contextId);
+      this.status(r.task.status);
+      for (const a of r.task.artifacts || []) this.artifact(a, false);
+    } else if (r.statusUpdate) {
+      this.ids(r.statusUpdate.taskId, r.statusUpdate.contextId);
+      this.status(r.statusUpdate.status);
+    } else if (r.artifactUpdate) {
+      this.ids(r.artifactUpdate.taskId, r.artifactUpdate.contextId);
+      this.artifact(r.artifactUpdate.artifact, r.artifactUpdate.append);
+    } else if (r.message) {
+      this.ids(r.message.taskId, r.message.contextId);
+      this.body.append(...r.message.parts.map(partBlock));
+    }
+  }
+
+  ids(taskId, contextId) {
+    if (taskId) this.taskId = taskId;
+    if (contextId) this.contextId = contextId;
+  }
+
+  status(st) {
+    if (!st) return;
+    this.state = stateName(st.state);
+    this.li.dataset.state = this.state;
+    this.head.textContent = this.who + ' · ' + this.state + (this.taskId ? ' · task ' + this.taskId : '');
+    if (st.message && st.message.parts) this.body.append(...st.message.parts.map(partBlock));
+  }
+
+  artifact(a, append) {
+    if (!a) return;
+    let el = this.artifacts.get(a.artifactId);
+    if (!el) {
+      el = document.createElement('div');
+      el.className = 'artifact';
+      this.artifacts.set(a.artifactId, el);
+      this.body.append(el);
+    } else if (!append) {
+      el.replaceChildren();
+    }
+    for (const part of a.parts || []) {
+      const last = el.lastElementChild;
+      if (append && typeof part.text === 'string' && last && last.matches('p.text')) {
+        last.append(part.text); // a chunk of the same text: a text node
+      } else {
+        el.append(partBlock(part));
+      }
+    }
+  }
+
+  fail(msg) {
+    this.li.dataset.state = 'error';
+    const p = document.createElement('p');
+    p.className = 'text error';
+    p.textContent = msg;
+    this.body.append(p);
+  }
+}
+
+// stateName turns TASK_STATE_INPUT_REQUIRED into input-required.
+function stateName(s) {
+  return String(s || '').replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
+}
+
+function textBlock(text) {
+  const p = document.createElement('p');
+  p.className = 'text';
+  p.textContent = text;
+  return p;
+}
+
+// partBlock shows one part: text as text, data as indented JSON, a file
+// by its name and type only (downloads come later).
+function partBlock(part) {
+  if (typeof part.text === 'string') return textBlock(part.text);
+  if (part.data !== undefined) {
+    const pre = document.createElement('pre');
+    pre.className = 'text data';
+    pre.textContent = JSON.stringify(part.data, null, 2);
+    return pre;
+  }
+  const p = textBlock('[file ' + (part.filename || '') + ' ' + (part.mediaType || '') + ']');
+  p.classList.add('file');
+  return p;
+}

@@ -1,0 +1,155 @@
+package edge_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
+)
+
+// fleetDoc is GET /ops/v1/fleet as a client reads it.
+type fleetDoc struct {
+	Agents []struct {
+		Name    string `json:"name"`
+		Workers int    `json:"workers"`
+		Queue   struct {
+			Pending     uint64 `json:"pending"`
+			InFlight    uint64 `json:"inFlight"`
+			Redelivered uint64 `json:"redelivered"`
+			DeadLetters uint64 `json:"deadLetters"`
+		} `json:"queue"`
+		Card struct {
+			Name   string `json:"name"`
+			Skills []struct {
+				ID string `json:"id"`
+			} `json:"skills"`
+		} `json:"card"`
+	} `json:"agents"`
+	Time time.Time `json:"time"`
+}
+
+// opsGet asks the edge at base for path, with key when not empty.
+func opsGet(t *testing.T, base, path, key string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set(edge.APIKeyHeader, key)
+	}
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, b
+}
+
+func readFleet(t *testing.T, base, key string) fleetDoc {
+	t.Helper()
+	code, hdr, body := opsGet(t, base, "/ops/v1/fleet", key)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	require.Equal(t, "application/json", hdr.Get("Content-Type"))
+	require.Equal(t, "no-store", hdr.Get("Cache-Control"))
+	var doc fleetDoc
+	require.NoError(t, json.Unmarshal(body, &doc))
+	return doc
+}
+
+// GET /ops/v1/fleet lists every live agent with its workers, its card's
+// skills and its work queue: tasks held by workers while they run, none
+// once they finish, and the agent's dead letters.
+func TestOpsFleet(t *testing.T) {
+	m := meshtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	doc := readFleet(t, m.URL, "")
+	names := map[string]int{}
+	for i, a := range doc.Agents {
+		names[a.Name] = i
+		require.Equal(t, 1, a.Workers, a.Name)
+		require.Equal(t, a.Name, a.Card.Name)
+	}
+	require.Contains(t, names, "echo")
+	require.Contains(t, names, "slow")
+	echo := doc.Agents[names["echo"]]
+	require.Equal(t, "echo", echo.Card.Skills[0].ID)
+	require.Zero(t, echo.Queue)
+	require.WithinDuration(t, time.Now(), doc.Time, 10*time.Second)
+
+	// Three slow tasks run at once: in flight until they finish.
+	for i := range 3 {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"ops-slow-%d","parts":[{"text":"chunks=10 delay=200ms"}]},"configuration":{"returnImmediately":true}}}`, i, i)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+"/agents/slow", bytes.NewReader([]byte(body)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	slow := func() (q [2]uint64) {
+		for _, a := range readFleet(t, m.URL, "").Agents {
+			if a.Name == "slow" {
+				q = [2]uint64{a.Queue.Pending, a.Queue.InFlight}
+			}
+		}
+		return q
+	}
+	require.True(t, natstest.Eventually(ctx, 5*time.Second, func() bool { return slow() == [2]uint64{0, 3} }),
+		"three slow tasks in flight; last %v", slow())
+	require.True(t, natstest.Eventually(ctx, 15*time.Second, func() bool { return slow() == [2]uint64{0, 0} }),
+		"none in flight once they finished; last %v", slow())
+
+	require.NoError(t, m.Bus().DeadLetter(ctx, "echo", []byte("{}"), "test"))
+	for _, a := range readFleet(t, m.URL, "").Agents {
+		if a.Name == "echo" {
+			require.EqualValues(t, 1, a.Queue.DeadLetters)
+		}
+	}
+}
+
+// With auth the operator API needs a key like the A2A endpoints: 401 with
+// the challenges without one or with a wrong one.
+func TestOpsFleetNeedsKey(t *testing.T) {
+	const key = "alice-secret-0123456789"
+	auth, err := edge.NewAuth(map[string][]string{"alice": {key}})
+	require.NoError(t, err)
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Auth = auth }))
+	for _, k := range []string{"", "wrong-secret-0123456789"} {
+		code, hdr, body := opsGet(t, m.URL, "/ops/v1/fleet", k)
+		require.Equal(t, http.StatusUnauthorized, code, "key %q", k)
+		require.NotEmpty(t, hdr.Values("WWW-Authenticate"))
+		require.Contains(t, string(body), `"error":`)
+		require.NotContains(t, string(body), "echo")
+	}
+	require.NotEmpty(t, readFleet(t, m.URL, key).Agents)
+}
+
+// Config.DisableConsole leaves /console unserved (404) and the operator
+// API served; by default the console is there.
+func TestConsoleDisabled(t *testing.T) {
+	on := meshtest.Start(t)
+	code, _, _ := opsGet(t, on.URL, "/console/", "")
+	require.Equal(t, http.StatusOK, code)
+
+	off := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.DisableConsole = true }))
+	for _, p := range []string{"/console", "/console/", "/console/app.js"} {
+		code, _, _ := opsGet(t, off.URL, p, "")
+		require.Equal(t, http.StatusNotFound, code, p)
+	}
+	readFleet(t, off.URL, "")
+}
