@@ -60,6 +60,26 @@ export async function getJSON(path, signal) {
 
 let nextID = 1;
 
+// callRPC calls an A2A 1.0 method of agent over JSON-RPC and returns its
+// result; a JSON-RPC error throws RPCError.
+export async function callRPC(agent, method, params, signal) {
+  const resp = await fetch(new URL('agents/' + encodeURIComponent(agent), root), {
+    method: 'POST',
+    headers: headers({ 'Content-Type': 'application/json', Accept: 'application/json', 'A2A-Version': '1.0' }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params }),
+    credentials: 'omit', cache: 'no-store', signal,
+  });
+  let doc;
+  try {
+    doc = await resp.json();
+  } catch (e) {
+    throw new HTTPError(resp.status);
+  }
+  if (doc.error) throw new RPCError(doc.error);
+  if (!resp.ok) throw new HTTPError(resp.status);
+  return doc.result;
+}
+
 // streamRPC calls a streaming A2A 1.0 method of agent over JSON-RPC and
 // calls onResult with the result of each server-sent event as it arrives.
 // It returns when the stream ends; a JSON-RPC error throws RPCError.

@@ -5,7 +5,7 @@
 //
 // What an agent sends is untrusted: it is only ever set as textContent,
 // never parsed as HTML.
-import { streamRPC, newID } from './api.js';
+import { streamRPC, callRPC, newID } from './api.js';
 
 export function startChat({ form, agent, input, send, reset, log }) {
   let conv = {}; // {agent, contextId, taskId}
@@ -28,7 +28,9 @@ export function startChat({ form, agent, input, send, reset, log }) {
     log.replaceChildren();
   }
 
-  agent.addEventListener('change', newConversation);
+  agent.addEventListener('change', () => {
+    if (agent.value !== conv.agent) newConversation();
+  });
   reset.addEventListener('click', newConversation);
   input.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
@@ -43,8 +45,7 @@ export function startChat({ form, agent, input, send, reset, log }) {
     input.value = '';
     send.disabled = true;
     entry('user', 'you → ' + name).body.append(textBlock(text));
-    const reply = entry('agent', name);
-    const turn = new Turn(reply);
+    const turn = new Turn(name, entry('agent', name));
     const message = { role: 'ROLE_USER', messageId: newID(), parts: [{ text }] };
     if (conv.contextId) message.contextId = conv.contextId;
     if (conv.taskId) message.taskId = conv.taskId;
@@ -76,14 +77,35 @@ export function startChat({ form, agent, input, send, reset, log }) {
   return { setAgents };
 }
 
-// Turn renders the events of one streamed answer into its entry.
+// Turn renders the events of one streamed answer into its entry. While
+// the task runs, the entry has a button that cancels it (CancelTask).
 class Turn {
-  constructor({ li, head, body }) {
+  constructor(agent, { li, head, body }) {
+    this.agent = agent;
     this.li = li;
     this.who = head.textContent;
-    this.head = head;
+    this.head = document.createElement('span');
+    this.head.className = 'who';
+    this.head.textContent = this.who;
+    this.cancel = document.createElement('button');
+    this.cancel.type = 'button';
+    this.cancel.className = 'cancel';
+    this.cancel.textContent = 'Cancel';
+    this.cancel.hidden = true;
+    this.cancel.addEventListener('click', () => this.cancelTask());
+    head.replaceChildren(this.head, ' ', this.cancel);
     this.body = body;
     this.artifacts = new Map(); // artifactId -> element
+  }
+
+  async cancelTask() {
+    this.cancel.disabled = true;
+    try {
+      await callRPC(this.agent, 'CancelTask', { id: this.taskId });
+    } catch (e) {
+      this.cancel.disabled = false;
+      this.note('cancel: ' + e.message);
+    }
   }
 
   add(r) {
@@ -114,6 +136,7 @@ class Turn {
     this.state = stateName(st.state);
     this.li.dataset.state = this.state;
     this.head.textContent = this.who + ' · ' + this.state + (this.taskId ? ' · task ' + this.taskId : '');
+    this.cancel.hidden = !this.taskId || !['submitted', 'working'].includes(this.state);
     if (st.message && st.message.parts) this.body.append(...st.message.parts.map(partBlock));
   }
 
@@ -140,6 +163,11 @@ class Turn {
 
   fail(msg) {
     this.li.dataset.state = 'error';
+    this.cancel.hidden = true;
+    this.note(msg);
+  }
+
+  note(msg) {
     const p = document.createElement('p');
     p.className = 'text error';
     p.textContent = msg;

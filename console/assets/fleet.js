@@ -1,5 +1,5 @@
 // The fleet view: every live agent with its workers, its work queue's
-// figures and its skills, from GET /ops/v1/fleet.
+// figures, its skills and what its card says, from GET /ops/v1/fleet.
 //
 // Polling is bounded: one request at a time, each aborted after
 // REQUEST_TIMEOUT_MS, the next one POLL_MS after the last answer while
@@ -21,37 +21,46 @@ const figures = [
 ];
 
 export function startFleet({ body, state }, onAgents) {
-  const rows = new Map(); // agent name -> {tr, cells, skillsKey}
+  const rows = new Map(); // agent name -> {tr, desc, cells, skills, card, cardKey}
   let timer = 0;
   let inFlight = false;
   let wait = POLL_MS;
   let stopped = false;
+  let gen = 0; // bumped by refresh: an answer to an older request is dropped
 
   async function poll() {
     timer = 0;
-    if (inFlight) return;
+    if (inFlight) return; // its answer schedules the next poll
     if (document.hidden) { schedule(POLL_MS); return; }
     inFlight = true;
+    const g = gen;
     const ctl = new AbortController();
     const abort = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
+    let doc, err;
     try {
-      const doc = await getJSON('ops/v1/fleet', ctl.signal);
-      render(doc.agents || []);
-      state.textContent = (doc.agents || []).length + ' live agents, updated ' + new Date().toLocaleTimeString();
-      state.className = '';
-      wait = POLL_MS;
+      doc = await getJSON('ops/v1/fleet', ctl.signal);
     } catch (e) {
-      state.className = 'error';
-      if (e instanceof HTTPError && e.status === 401) {
-        state.textContent = 'The edge asks for an API key: enter one above.';
-        stopped = true;
-      } else {
-        state.textContent = 'Cannot read the fleet (' + e.message + '); retrying.';
-        wait = Math.min(wait * 2, MAX_BACKOFF_MS);
-      }
+      err = e;
     } finally {
       clearTimeout(abort);
       inFlight = false;
+    }
+    if (g !== gen) { schedule(0); return; } // the key changed meanwhile
+    if (doc) {
+      const agents = doc.agents || [];
+      render(agents);
+      state.textContent = agents.length + ' live agents, updated ' + new Date().toLocaleTimeString();
+      state.className = '';
+      wait = POLL_MS;
+    } else if (err instanceof HTTPError && err.status === 401) {
+      state.textContent = 'The edge asks for an API key: enter one above.';
+      state.className = 'error';
+      render([]);
+      stopped = true;
+    } else {
+      state.textContent = 'Cannot read the fleet (' + err.message + '); retrying.';
+      state.className = 'error';
+      wait = Math.min(wait * 2, MAX_BACKOFF_MS);
     }
     if (!stopped) schedule(wait);
   }
@@ -61,6 +70,9 @@ export function startFleet({ body, state }, onAgents) {
   }
 
   function render(agents) {
+    if (agents.length && !performance.getEntriesByName('a2amesh-fleet').length) {
+      performance.mark('a2amesh-fleet'); // the first fleet shown: time to first render
+    }
     const seen = new Set();
     agents.forEach((a, i) => {
       seen.add(a.name);
@@ -72,11 +84,12 @@ export function startFleet({ body, state }, onAgents) {
       if (body.children[i] !== row.tr) body.insertBefore(row.tr, body.children[i] || null);
       setText(row.desc, (a.card && a.card.description) || '');
       for (const [cls, get] of figures) setText(row.cells[cls], String(get(a) ?? ''));
-      const skills = (a.card && a.card.skills) || [];
-      const key = JSON.stringify(skills.map((s) => [s.id, s.name, s.description]));
-      if (key !== row.skillsKey) {
-        row.skillsKey = key;
-        row.skills.replaceChildren(...skills.map(skillItem));
+      const card = a.card || {};
+      const key = JSON.stringify(card);
+      if (key !== row.cardKey) {
+        row.cardKey = key;
+        row.skills.replaceChildren(...(card.skills || []).map(skillItem));
+        row.card.replaceChildren(...cardFacts(card));
       }
     });
     for (const [name, row] of rows) {
@@ -88,6 +101,7 @@ export function startFleet({ body, state }, onAgents) {
   return {
     // refresh polls now, as after a change of key.
     refresh() {
+      gen++;
       stopped = false;
       wait = POLL_MS;
       clearTimeout(timer);
@@ -105,7 +119,12 @@ function newRow(name) {
   strong.textContent = name;
   const desc = document.createElement('div');
   desc.className = 'desc';
-  first.append(strong, desc);
+  const details = document.createElement('details');
+  const summary = document.createElement('summary');
+  summary.textContent = 'card';
+  const card = document.createElement('dl');
+  details.append(summary, card);
+  first.append(strong, desc, details);
   tr.append(first);
   const cells = {};
   for (const [cls] of figures) {
@@ -119,7 +138,7 @@ function newRow(name) {
   skills.className = 'skills';
   skillsTd.append(skills);
   tr.append(skillsTd);
-  return { tr, desc, cells, skills, skillsKey: '' };
+  return { tr, desc, cells, skills, card, cardKey: '' };
 }
 
 function skillItem(s) {
@@ -127,6 +146,27 @@ function skillItem(s) {
   li.textContent = s.name || s.id;
   if (s.description) li.title = s.description;
   return li;
+}
+
+// cardFacts lists what a card says besides its skills, as dt/dd pairs.
+function cardFacts(c) {
+  const caps = c.capabilities || {};
+  const facts = [
+    ['version', c.version],
+    ['input', (c.defaultInputModes || []).join(', ')],
+    ['output', (c.defaultOutputModes || []).join(', ')],
+    ['capabilities', ['streaming', 'pushNotifications', 'extendedAgentCard'].filter((k) => caps[k]).join(', ') || 'none'],
+    ['security', Object.keys(c.securitySchemes || {}).join(', ') || 'none'],
+    ...(c.supportedInterfaces || []).map((i) => ['interface',
+      [i.protocolBinding, i.protocolVersion, i.url, i.tenant ? 'tenant ' + i.tenant : ''].filter(Boolean).join(' ')]),
+  ];
+  return facts.flatMap(([k, v]) => {
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v || '';
+    return [dt, dd];
+  });
 }
 
 function setText(el, text) {

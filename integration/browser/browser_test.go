@@ -163,7 +163,7 @@ func (b *browser) noCSPViolations() {
 	}
 }
 
-// fleetRow is a JavaScript expression: the figure cls of agent's row in
+// fleetCell is a JavaScript expression: the figure cls of agent's row in
 // the fleet table.
 func fleetCell(agent, cls string) string {
 	return fmt.Sprintf(`(document.querySelector('#fleet-body tr[data-agent=%q] td.%s') || {}).textContent`, agent, cls)
@@ -189,9 +189,10 @@ func (b *browser) send(agent, text string) {
 	)
 }
 
-// waitEnd waits for the n-th answer (from 1) of the chat to end.
+// waitEnd waits for the n-th answer (from 1) of the chat to end its turn:
+// a terminal state, a request for input, or an error.
 func (b *browser) waitEnd(n int) {
 	b.t.Helper()
 	b.waitFor(fmt.Sprintf("answer %d to end", n), fmt.Sprintf(
-		`(() => { const a = document.querySelectorAll('#chat-log li.agent'); const s = a.length >= %d && a[%d].dataset.state; return s === 'completed' || s === 'failed' || s === 'error'; })()`, n, n-1))
+		`(() => { const a = document.querySelectorAll('#chat-log li.agent'); const s = a.length >= %d && a[%d].dataset.state; return ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required', 'error'].includes(s); })()`, n, n-1))
 }

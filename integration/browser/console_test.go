@@ -1,13 +1,19 @@
 package browser
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/agentrt"
+	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
@@ -24,10 +30,33 @@ func TestConsoleBrowserFleet(t *testing.T) {
 	require.Equal(t, "0", b.text(`#fleet-body tr[data-agent="echo"] td.dead-letters`))
 	require.Contains(t, b.text(`#fleet-body tr[data-agent="echo"] .skills`), "Echo")
 	require.Contains(t, b.text(`#fleet-body tr[data-agent="slow"] .skills`), "Slow stream")
+	card := b.text(`#fleet-body tr[data-agent="echo"] details dl`)
+	require.Contains(t, card, "JSONRPC 1.0 "+m.URL+"/agents/echo")
+	require.Contains(t, card, "text/plain")
+	require.Contains(t, card, "streaming")
 	var url string
 	b.eval(`location.pathname`, &url)
 	require.Equal(t, "/console/", url)
 	b.noCSPViolations()
+
+	// What the first load cost: bytes of the page and its assets (as
+	// sent, uncompressed), and when the fleet first showed.
+	var load struct {
+		Bytes      int
+		Files      int
+		FirstPaint float64
+		Fleet      float64
+	}
+	b.eval(`(() => {
+		const nav = performance.getEntriesByType('navigation')[0];
+		const res = performance.getEntriesByType('resource').filter((r) => r.name.includes('/console/'));
+		const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+		return {bytes: nav.encodedBodySize + res.reduce((n, r) => n + r.encodedBodySize, 0), files: 1 + res.length,
+			firstPaint: fcp ? fcp.startTime : -1, fleet: performance.getEntriesByName('a2amesh-fleet')[0].startTime};
+	})()`, &load)
+	require.Positive(t, load.Bytes)
+	t.Logf("first load: %d files, %d bytes; first contentful paint %.0f ms, fleet shown %.0f ms after navigation start",
+		load.Files, load.Bytes, load.FirstPaint, load.Fleet)
 }
 
 // Chat with echo: the reply's text is shown as the stream brings it; a
@@ -37,7 +66,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 	b := newBrowser(t)
 	b.do(chromedp.Navigate(m.URL + "/console/"))
 	b.chat("echo", "hello from the console", 1)
-	require.Equal(t, "completed", b.text(`#chat-log li.agent`)[len("echo · "):len("echo · completed")])
+	require.True(t, strings.HasPrefix(b.text(`#chat-log li.agent .who`), "echo · completed · task "), b.text(`#chat-log li.agent .who`))
 	require.Equal(t, "hello from the console", b.text(`#chat-log li.agent .artifact`))
 
 	// slow streams its chunks into one artifact: the first is shown while
@@ -50,6 +79,81 @@ func TestConsoleBrowserChat(t *testing.T) {
 	b.waitEnd(1)
 	require.Equal(t, "chunk 1/4\nchunk 2/4\nchunk 3/4\nchunk 4/4\n", b.text(`#chat-log li.agent .artifact`))
 	b.noCSPViolations()
+}
+
+// A conversation with ask: it asks for a name (input-required), the
+// answer continues the same task, and the greeting completes it.
+func TestConsoleBrowserChatInputRequired(t *testing.T) {
+	m := meshtest.Start(t)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.chat("ask", "hi", 1)
+	var first struct{ State, Text string }
+	b.eval(`(() => { const li = document.querySelectorAll('#chat-log li.agent')[0];
+		return {state: li.dataset.state, text: li.querySelector('.body').textContent}; })()`, &first)
+	require.Equal(t, "input-required", first.State)
+	require.Equal(t, agents.Question, first.Text)
+
+	b.chat("ask", "Ada", 2)
+	var second struct{ State, Text, Head1, Head2 string }
+	b.eval(`(() => { const li = document.querySelectorAll('#chat-log li.agent');
+		return {state: li[1].dataset.state, text: li[1].querySelector('.artifact').textContent,
+			head1: li[0].querySelector('.who').textContent, head2: li[1].querySelector('.who').textContent}; })()`, &second)
+	require.Equal(t, "completed", second.State)
+	require.Equal(t, "Hello, Ada!", second.Text)
+	task := second.Head1[strings.LastIndex(second.Head1, " ")+1:]
+	require.NotEmpty(t, task)
+	require.True(t, strings.HasSuffix(second.Head2, "task "+task), "the answer continued task %s: %s", task, second.Head2)
+}
+
+// The fleet follows workers as they join and leave: a second echo worker
+// makes 2, a new agent gets a row, and both go when they stop.
+func TestConsoleBrowserFleetFollowsWorkers(t *testing.T) {
+	m := meshtest.Start(t)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.waitFor("echo with 1 worker", fleetCell("echo", "workers")+` === "1"`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, w := range []*agentrt.Worker{
+		{Bus: m.Bus(), Agent: agents.Echo{}, Name: "echo", Instance: "second"},
+		{Bus: m.Bus(), Agent: agents.Echo{}, Name: "joiner"},
+	} {
+		w.Logger = slog.New(slog.DiscardHandler)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	}
+	b.waitFor("echo with 2 workers", fleetCell("echo", "workers")+` === "2"`)
+	b.waitFor("joiner with 1 worker", fleetCell("joiner", "workers")+` === "1"`)
+	cancel()
+	wg.Wait()
+	b.waitFor("echo back to 1 worker", fleetCell("echo", "workers")+` === "1"`)
+	b.waitFor("joiner gone", `!document.querySelector('#fleet-body tr[data-agent="joiner"]')`)
+}
+
+// A running task's answer has a Cancel button: it cancels the task, the
+// stream ends canceled and the chunks stop.
+func TestConsoleBrowserChatCancel(t *testing.T) {
+	m := meshtest.Start(t)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.send("slow", "chunks=100 delay=200ms")
+	b.waitFor("the first chunk", `(document.querySelector('#chat-log li.agent .artifact') || {}).textContent === 'chunk 1/100\n'`)
+	b.do(chromedp.Click(chromedp.CSS("#chat-log li.agent button.cancel")))
+	b.waitEnd(1)
+	var end struct {
+		State  string
+		Chunks int
+		Hidden bool
+	}
+	b.eval(`(() => { const li = document.querySelector('#chat-log li.agent');
+		return {state: li.dataset.state, chunks: (li.querySelector('.artifact').textContent.match(/chunk/g) || []).length,
+			hidden: li.querySelector('button.cancel').hidden}; })()`, &end)
+	require.Equal(t, "canceled", end.State)
+	require.Less(t, end.Chunks, 20, "canceled long before its 100 chunks")
+	require.True(t, end.Hidden, "no Cancel once the task ended")
 }
 
 // xss is agent output that would run script if it were parsed as HTML.
@@ -121,5 +225,7 @@ func TestConsoleBrowserAPIKey(t *testing.T) {
 	// Forgetting the key: the next poll is refused again.
 	b.do(chromedp.Click(chromedp.CSS("#tab-fleet")), chromedp.Click(chromedp.CSS("#key-forget")))
 	b.waitFor("the page to ask for a key again", `document.querySelector('#fleet-state').textContent.includes('API key')`)
+	b.eval(`document.querySelectorAll('#fleet-body tr').length`, &rows)
+	require.Zero(t, rows, "no fleet shown without a key")
 	b.noCSPViolations()
 }
