@@ -60,18 +60,29 @@ export async function getJSON(path, signal) {
 
 let nextID = 1;
 
-// callRPC calls an A2A 1.0 method of agent over JSON-RPC and returns its
-// result; a JSON-RPC error throws RPCError.
-export async function callRPC(agent, method, params, signal) {
-  const resp = await fetch(new URL('agents/' + encodeURIComponent(agent), root), {
+// post sends a JSON-RPC request to agent. opts.version is the A2A
+// version of the method ("1.0" by default, or "0.3"); opts.onRaw, when
+// set, gets the exact body sent ("sent", text) and, for a stream, each
+// event's data as received ("received", text).
+function post(agent, method, params, accept, opts) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params });
+  if (opts.onRaw) opts.onRaw('sent', body);
+  return fetch(new URL('agents/' + encodeURIComponent(agent), root), {
     method: 'POST',
-    headers: headers({ 'Content-Type': 'application/json', Accept: 'application/json', 'A2A-Version': '1.0' }),
-    body: JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params }),
-    credentials: 'omit', cache: 'no-store', signal,
+    headers: headers({ 'Content-Type': 'application/json', Accept: accept, 'A2A-Version': opts.version || '1.0' }),
+    body, credentials: 'omit', cache: 'no-store', signal: opts.signal,
   });
+}
+
+// callRPC calls a method of agent over JSON-RPC and returns its result
+// (opts as for post); a JSON-RPC error throws RPCError.
+export async function callRPC(agent, method, params, opts = {}) {
+  const resp = await post(agent, method, params, 'application/json', opts);
   let doc;
   try {
-    doc = await resp.json();
+    const text = await resp.text();
+    if (opts.onRaw) opts.onRaw('received', text);
+    doc = JSON.parse(text);
   } catch (e) {
     throw new HTTPError(resp.status);
   }
@@ -80,21 +91,17 @@ export async function callRPC(agent, method, params, signal) {
   return doc.result;
 }
 
-// streamRPC calls a streaming A2A 1.0 method of agent over JSON-RPC and
-// calls onResult with the result of each server-sent event as it arrives.
-// It returns when the stream ends; a JSON-RPC error throws RPCError.
-export async function streamRPC(agent, method, params, onResult, signal) {
-  const resp = await fetch(new URL('agents/' + encodeURIComponent(agent), root), {
-    method: 'POST',
-    headers: headers({
-      'Content-Type': 'application/json', Accept: 'text/event-stream', 'A2A-Version': '1.0',
-    }),
-    body: JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params }),
-    credentials: 'omit', cache: 'no-store', signal,
-  });
+// streamRPC calls a streaming method of agent over JSON-RPC (opts as for
+// post) and calls onResult with the result of each server-sent event as
+// it arrives. It returns when the stream ends; a JSON-RPC error throws
+// RPCError.
+export async function streamRPC(agent, method, params, onResult, opts = {}) {
+  const resp = await post(agent, method, params, 'text/event-stream', opts);
   if (!resp.ok) throw await failure(resp);
   if (!(resp.headers.get('Content-Type') || '').startsWith('text/event-stream')) {
-    const doc = await resp.json(); // an error answered before any stream
+    const text = await resp.text(); // an error answered before any stream
+    if (opts.onRaw) opts.onRaw('received', text);
+    const doc = JSON.parse(text);
     if (doc.error) throw new RPCError(doc.error);
     onResult(doc.result);
     return;
@@ -111,6 +118,7 @@ export async function streamRPC(agent, method, params, onResult, signal) {
       buf = buf.slice(end + 2);
       const data = sseData(block);
       if (data === null) continue; // a comment (keep-alive)
+      if (opts.onRaw) opts.onRaw('received', data);
       const doc = JSON.parse(data);
       if (doc.error) throw new RPCError(doc.error);
       onResult(doc.result);

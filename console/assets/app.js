@@ -6,7 +6,7 @@ import { startChat } from './chat.js';
 const $ = (id) => document.getElementById(id);
 
 const chat = startChat({
-  form: $('chat-form'), agent: $('chat-agent'), input: $('chat-input'),
+  form: $('chat-form'), agent: $('chat-agent'), version: $('chat-version'), input: $('chat-input'),
   send: $('chat-send'), reset: $('chat-new'), log: $('chat-log'),
 });
 const fleet = startFleet({ body: $('fleet-body'), state: $('fleet-state') }, chat.setAgents);

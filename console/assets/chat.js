@@ -1,13 +1,28 @@
 // The chat view: send a message to an agent with SendStreamingMessage
-// and show the task's status and output as the events arrive. The
-// conversation keeps its contextId, and the taskId while the agent asks
-// for input, so the next message continues it.
+// (A2A 1.0) or message/stream (0.3) and show the task's status and output
+// as the events arrive. The conversation keeps its contextId, and the
+// taskId while the agent asks for input, so the next message continues
+// it. Each answer has a "raw" pane with the exact JSON sent and received.
 //
 // What an agent sends is untrusted: it is only ever set as textContent,
 // never parsed as HTML.
 import { streamRPC, callRPC, newID } from './api.js';
 
-export function startChat({ form, agent, input, send, reset, log }) {
+// The methods and message shapes of each version.
+const versions = {
+  '1.0': {
+    name: '1.0',
+    stream: 'SendStreamingMessage', cancel: 'CancelTask',
+    message: (id, text) => ({ role: 'ROLE_USER', messageId: id, parts: [{ text }] }),
+  },
+  '0.3': {
+    name: '0.3',
+    stream: 'message/stream', cancel: 'tasks/cancel',
+    message: (id, text) => ({ kind: 'message', role: 'user', messageId: id, parts: [{ kind: 'text', text }] }),
+  },
+};
+
+export function startChat({ form, agent, version, input, send, reset, log }) {
   let conv = {}; // {agent, contextId, taskId}
 
   function setAgents(names) {
@@ -45,12 +60,14 @@ export function startChat({ form, agent, input, send, reset, log }) {
     input.value = '';
     send.disabled = true;
     entry('user', 'you → ' + name).body.append(textBlock(text));
-    const turn = new Turn(name, entry('agent', name));
-    const message = { role: 'ROLE_USER', messageId: newID(), parts: [{ text }] };
+    const v = versions[version.value] || versions['1.0'];
+    const turn = new Turn(name, v, entry('agent', name));
+    const message = v.message(newID(), text);
     if (conv.contextId) message.contextId = conv.contextId;
     if (conv.taskId) message.taskId = conv.taskId;
     try {
-      await streamRPC(name, 'SendStreamingMessage', { message }, (r) => turn.add(r));
+      await streamRPC(name, v.stream, { message }, (r) => turn.add(r),
+        { version: v.name, onRaw: (dir, t) => turn.raw(dir, t) });
     } catch (e) {
       turn.fail(e.message);
     } finally {
@@ -80,8 +97,9 @@ export function startChat({ form, agent, input, send, reset, log }) {
 // Turn renders the events of one streamed answer into its entry. While
 // the task runs, the entry has a button that cancels it (CancelTask).
 class Turn {
-  constructor(agent, { li, head, body }) {
+  constructor(agent, version, { li, head, body }) {
     this.agent = agent;
+    this.version = version;
     this.li = li;
     this.who = head.textContent;
     this.head = document.createElement('span');
@@ -96,12 +114,30 @@ class Turn {
     head.replaceChildren(this.head, ' ', this.cancel);
     this.body = body;
     this.artifacts = new Map(); // artifactId -> element
+    const raw = document.createElement('details');
+    raw.className = 'raw';
+    const summary = document.createElement('summary');
+    summary.textContent = 'raw';
+    this.rawLog = document.createElement('div');
+    raw.append(summary, this.rawLog);
+    li.append(raw);
+  }
+
+  // raw shows one JSON text as sent or received, indented when it parses.
+  raw(dir, text) {
+    const pre = document.createElement('pre');
+    pre.className = dir;
+    let shown = text;
+    try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* as it came */ }
+    pre.textContent = (dir === 'sent' ? '→ ' : '← ') + shown;
+    this.rawLog.append(pre);
   }
 
   async cancelTask() {
     this.cancel.disabled = true;
     try {
-      await callRPC(this.agent, 'CancelTask', { id: this.taskId });
+      await callRPC(this.agent, this.version.cancel, { id: this.taskId },
+        { version: this.version.name, onRaw: (dir, t) => this.raw(dir, t) });
     } catch (e) {
       this.cancel.disabled = false;
       this.note('cancel: ' + e.message);
@@ -110,6 +146,7 @@ class Turn {
 
   add(r) {
     if (!r) return;
+    r = as10(r);
     if (r.task) {
       this.ids(r.task.id, r.task.contextId);
       this.status(r.task.status);
@@ -175,7 +212,21 @@ class Turn {
   }
 }
 
-// stateName turns TASK_STATE_INPUT_REQUIRED into input-required.
+// as10 gives a 0.3 result (a kind on the object) the 1.0 shape (the
+// object under a member named for its kind); parts and states of both
+// versions read alike below.
+function as10(r) {
+  switch (r.kind) {
+    case 'task': return { task: r };
+    case 'status-update': return { statusUpdate: r };
+    case 'artifact-update': return { artifactUpdate: r };
+    case 'message': return { message: r };
+  }
+  return r;
+}
+
+// stateName turns TASK_STATE_INPUT_REQUIRED (1.0) and input-required
+// (0.3) into input-required.
 function stateName(s) {
   return String(s || '').replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
 }
@@ -197,7 +248,8 @@ function partBlock(part) {
     pre.textContent = JSON.stringify(part.data, null, 2);
     return pre;
   }
-  const p = textBlock('[file ' + (part.filename || '') + ' ' + (part.mediaType || '') + ']');
+  const f = part.file || {}; // 0.3
+  const p = textBlock('[file ' + (part.filename || f.name || '') + ' ' + (part.mediaType || f.mimeType || '') + ']');
   p.classList.add('file');
   return p;
 }

@@ -177,13 +177,20 @@ func (b *browser) chat(agent, text string, n int) {
 	b.waitEnd(n)
 }
 
-// send sends text to agent from the chat view.
+// send sends text to agent from the chat view, in A2A 1.0.
 func (b *browser) send(agent, text string) {
+	b.t.Helper()
+	b.sendIn("1.0", agent, text)
+}
+
+// sendIn sends text to agent from the chat view in A2A version v.
+func (b *browser) sendIn(v, agent, text string) {
 	b.t.Helper()
 	b.do(chromedp.Click(chromedp.CSS("#tab-chat")))
 	b.waitFor("the agent in the chat's list", fmt.Sprintf(`!!document.querySelector('#chat-agent option[value=%q]')`, agent))
 	b.do(
 		chromedp.SetValue(chromedp.CSS("#chat-agent"), agent),
+		chromedp.SetValue(chromedp.CSS("#chat-version"), v),
 		chromedp.SendKeys(chromedp.CSS("#chat-input"), text),
 		chromedp.Click(chromedp.CSS("#chat-send")),
 	)

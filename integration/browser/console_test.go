@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -79,6 +80,48 @@ func TestConsoleBrowserChat(t *testing.T) {
 	b.waitEnd(1)
 	require.Equal(t, "chunk 1/4\nchunk 2/4\nchunk 3/4\nchunk 4/4\n", b.text(`#chat-log li.agent .artifact`))
 	b.noCSPViolations()
+}
+
+// Chat in A2A 0.3: message/stream with 0.3 shapes, the same answers;
+// each answer's raw pane has the exact request sent and the events
+// received.
+func TestConsoleBrowserChat03AndRaw(t *testing.T) {
+	m := meshtest.Start(t)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.sendIn("0.3", "ask", "hi")
+	b.waitEnd(1)
+	b.sendIn("0.3", "ask", "Grace")
+	b.waitEnd(2)
+	var got struct {
+		State, Text string
+		Sent        []string
+		Received    int
+	}
+	b.eval(`(() => { const li = document.querySelectorAll('#chat-log li.agent')[1];
+		return {state: li.dataset.state, text: li.querySelector('.artifact').textContent,
+			sent: Array.from(li.querySelectorAll('details.raw pre.sent'), (p) => p.textContent),
+			received: li.querySelectorAll('details.raw pre.received').length}; })()`, &got)
+	require.Equal(t, "completed", got.State)
+	require.Equal(t, "Hello, Grace!", got.Text)
+	require.Len(t, got.Sent, 1)
+	sent := strings.TrimPrefix(got.Sent[0], "→ ")
+	var req struct {
+		Method string
+		Params struct {
+			Message struct {
+				Kind, Role, TaskID string
+				Parts              []struct{ Kind, Text string }
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(sent), &req), sent)
+	require.Equal(t, "message/stream", req.Method)
+	require.Equal(t, "message", req.Params.Message.Kind)
+	require.Equal(t, "user", req.Params.Message.Role)
+	require.NotEmpty(t, req.Params.Message.TaskID, "the second turn continues the task")
+	require.Equal(t, []struct{ Kind, Text string }{{"text", "Grace"}}, req.Params.Message.Parts)
+	require.GreaterOrEqual(t, got.Received, 3, "the task, its status updates and artifact")
 }
 
 // A conversation with ask: it asks for a name (input-required), the
@@ -186,6 +229,12 @@ func TestConsoleBrowserAgentOutputIsText(t *testing.T) {
 	var csp string
 	b.eval(`typeof window.__csp`, &csp)
 	require.Equal(t, "undefined", csp)
+	// The browser reports it on the console, where noCSPViolations looks.
+	deadline := time.Now().Add(waitTimeout)
+	for !strings.Contains(strings.Join(b.consoleLines(), "\n"), "Content Security Policy") {
+		require.True(t, time.Now().Before(deadline), "no CSP violation on the console: %q", b.consoleLines())
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // With an auth file the fleet API answers 401 without a key; the page
