@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +154,21 @@ func (b *browser) text(sel string) string {
 	var s string
 	b.eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel), &s)
 	return s
+}
+
+// screenshot saves the page as docs/img/console-<name>.png when
+// A2AMESH_SCREENSHOTS names a directory (the README's pictures come from
+// there); otherwise it does nothing.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	dir := os.Getenv("A2AMESH_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	b.do(chromedp.EmulateViewport(1100, 640))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	require.NoError(b.t, err)
+	require.NoError(b.t, os.WriteFile(filepath.Join(dir, "console-"+name+".png"), png, 0o644))
 }
 
 // noCSPViolations checks that the page itself broke no rule of its CSP.

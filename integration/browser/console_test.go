@@ -31,6 +31,8 @@ func TestConsoleBrowserFleet(t *testing.T) {
 	require.Equal(t, "0", b.text(`#fleet-body tr[data-agent="echo"] td.dead-letters`))
 	require.Contains(t, b.text(`#fleet-body tr[data-agent="echo"] .skills`), "Echo")
 	require.Contains(t, b.text(`#fleet-body tr[data-agent="slow"] .skills`), "Slow stream")
+	b.do(chromedp.Click(chromedp.CSS(`#fleet-body tr[data-agent="echo"] summary`)))
+	b.screenshot("fleet")
 	card := b.text(`#fleet-body tr[data-agent="echo"] details dl`)
 	require.Contains(t, card, "JSONRPC 1.0 "+m.URL+"/agents/echo")
 	require.Contains(t, card, "text/plain")
@@ -79,6 +81,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 		return !!a && a.textContent === 'chunk 1/4\n' && li.dataset.state === 'working'; })()`)
 	b.waitEnd(1)
 	require.Equal(t, "chunk 1/4\nchunk 2/4\nchunk 3/4\nchunk 4/4\n", b.text(`#chat-log li.agent .artifact`))
+	b.screenshot("chat")
 	b.noCSPViolations()
 }
 
