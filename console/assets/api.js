@@ -60,14 +60,17 @@ export async function getJSON(path, signal) {
 
 let nextID = 1;
 
-// post sends a JSON-RPC request to agent. opts.version is the A2A
+// post sends a JSON-RPC request to agent ("": to /a2a). opts.version is the A2A
 // version of the method ("1.0" by default, or "0.3"); opts.onRaw, when
 // set, gets the exact body sent ("sent", text) and, for a stream, each
 // event's data as received ("received", text).
 function post(agent, method, params, accept, opts) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params });
   if (opts.onRaw) opts.onRaw('sent', body);
-  return fetch(new URL('agents/' + encodeURIComponent(agent), root), {
+  // No agent: the mesh's shared endpoint, where task calls find any of
+  // the caller's tasks by id and ListTasks lists them all.
+  const path = agent ? 'agents/' + encodeURIComponent(agent) : 'a2a';
+  return fetch(new URL(path, root), {
     method: 'POST',
     headers: headers({ 'Content-Type': 'application/json', Accept: accept, 'A2A-Version': opts.version || '1.0' }),
     body, credentials: 'omit', cache: 'no-store', signal: opts.signal,

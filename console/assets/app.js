@@ -2,6 +2,7 @@
 import { startKey } from './key.js';
 import { startFleet } from './fleet.js';
 import { startChat } from './chat.js';
+import { startTasks } from './tasks.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -9,16 +10,28 @@ const chat = startChat({
   form: $('chat-form'), agent: $('chat-agent'), version: $('chat-version'), input: $('chat-input'),
   send: $('chat-send'), reset: $('chat-new'), log: $('chat-log'),
 });
-const fleet = startFleet({ body: $('fleet-body'), state: $('fleet-state') }, chat.setAgents);
-startKey({ form: $('key-form'), input: $('key-input'), forget: $('key-forget'), state: $('key-state') },
-  () => fleet.refresh());
+const tasks = startTasks({
+  form: $('tasks-filter'), agent: $('tasks-agent'), state: $('tasks-state'), context: $('tasks-context'),
+  size: $('tasks-size'), status: $('tasks-status'), body: $('tasks-body'), page: $('tasks-page'),
+  newer: $('tasks-newer'), older: $('tasks-older'),
+  detail: $('task-detail'), detailTitle: $('task-title'), detailBody: $('task-body'), close: $('task-close'),
+});
+const fleet = startFleet({ body: $('fleet-body'), state: $('fleet-state') }, (names) => {
+  chat.setAgents(names);
+  tasks.setAgents(names);
+});
+startKey({ form: $('key-form'), input: $('key-input'), forget: $('key-forget'), state: $('key-state') }, () => {
+  fleet.refresh();
+  tasks.refresh();
+});
 
-const views = ['fleet', 'chat'];
+const views = ['fleet', 'tasks', 'chat'];
 function show(view) {
   for (const v of views) {
     $('view-' + v).hidden = v !== view;
     $('tab-' + v).setAttribute('aria-pressed', String(v === view));
   }
+  tasks.show(view === 'tasks');
 }
 for (const v of views) $('tab-' + v).addEventListener('click', () => show(v));
 

@@ -7,6 +7,7 @@
 // What an agent sends is untrusted: it is only ever set as textContent,
 // never parsed as HTML.
 import { streamRPC, callRPC, newID } from './api.js';
+import { as10, stateName, textBlock, partBlock } from './parts.js';
 
 // The methods and message shapes of each version.
 const versions = {
@@ -210,46 +211,4 @@ class Turn {
     p.textContent = msg;
     this.body.append(p);
   }
-}
-
-// as10 gives a 0.3 result (a kind on the object) the 1.0 shape (the
-// object under a member named for its kind); parts and states of both
-// versions read alike below.
-function as10(r) {
-  switch (r.kind) {
-    case 'task': return { task: r };
-    case 'status-update': return { statusUpdate: r };
-    case 'artifact-update': return { artifactUpdate: r };
-    case 'message': return { message: r };
-  }
-  return r;
-}
-
-// stateName turns TASK_STATE_INPUT_REQUIRED (1.0) and input-required
-// (0.3) into input-required.
-function stateName(s) {
-  return String(s || '').replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
-}
-
-function textBlock(text) {
-  const p = document.createElement('p');
-  p.className = 'text';
-  p.textContent = text;
-  return p;
-}
-
-// partBlock shows one part: text as text, data as indented JSON, a file
-// by its name and type only (downloads come later).
-function partBlock(part) {
-  if (typeof part.text === 'string') return textBlock(part.text);
-  if (part.data !== undefined) {
-    const pre = document.createElement('pre');
-    pre.className = 'text data';
-    pre.textContent = JSON.stringify(part.data, null, 2);
-    return pre;
-  }
-  const f = part.file || {}; // 0.3
-  const p = textBlock('[file ' + (part.filename || f.name || '') + ' ' + (part.mediaType || f.mimeType || '') + ']');
-  p.classList.add('file');
-  return p;
 }

@@ -1,12 +1,13 @@
 // The fleet view: every live agent with its workers, its work queue's
 // figures, its skills and what its card says, from GET /ops/v1/fleet.
 //
-// Polling is bounded: one request at a time, each aborted after
-// REQUEST_TIMEOUT_MS, the next one POLL_MS after the last answer while
-// the tab is visible; after a failure the wait doubles up to
+// Polling is bounded (poller.js): one request at a time, each aborted
+// after REQUEST_TIMEOUT_MS, the next one POLL_MS after the last answer
+// while the tab is visible; after a failure the wait doubles up to
 // MAX_BACKOFF_MS. A 401 stops polling until the key changes. Rows are
 // updated in place: an update rewrites only the cells that changed.
 import { getJSON, HTTPError } from './api.js';
+import { poller } from './poller.js';
 
 export const POLL_MS = 2000;
 const REQUEST_TIMEOUT_MS = 10000;
@@ -22,52 +23,21 @@ const figures = [
 
 export function startFleet({ body, state }, onAgents) {
   const rows = new Map(); // agent name -> {tr, desc, cells, skills, card, cardKey}
-  let timer = 0;
-  let inFlight = false;
-  let wait = POLL_MS;
-  let stopped = false;
-  let gen = 0; // bumped by refresh: an answer to an older request is dropped
-
-  async function poll() {
-    timer = 0;
-    if (inFlight) return; // its answer schedules the next poll
-    if (document.hidden) { schedule(POLL_MS); return; }
-    inFlight = true;
-    const g = gen;
-    const ctl = new AbortController();
-    const abort = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
-    let doc, err;
-    try {
-      doc = await getJSON('ops/v1/fleet', ctl.signal);
-    } catch (e) {
-      err = e;
-    } finally {
-      clearTimeout(abort);
-      inFlight = false;
-    }
-    if (g !== gen) { schedule(0); return; } // the key changed meanwhile
-    if (doc) {
-      const agents = doc.agents || [];
-      render(agents);
-      state.textContent = agents.length + ' live agents, updated ' + new Date().toLocaleTimeString();
-      state.className = '';
-      wait = POLL_MS;
-    } else if (err instanceof HTTPError && err.status === 401) {
+  const poll = poller((signal) => getJSON('ops/v1/fleet', signal), (doc) => {
+    const agents = doc.agents || [];
+    render(agents);
+    state.textContent = agents.length + ' live agents, updated ' + new Date().toLocaleTimeString();
+    state.className = '';
+  }, (err) => {
+    state.className = 'error';
+    if (err instanceof HTTPError && err.status === 401) {
       state.textContent = 'The edge asks for an API key: enter one above.';
-      state.className = 'error';
       render([]);
-      stopped = true;
-    } else {
-      state.textContent = 'Cannot read the fleet (' + err.message + '); retrying.';
-      state.className = 'error';
-      wait = Math.min(wait * 2, MAX_BACKOFF_MS);
+      return 'stop';
     }
-    if (!stopped) schedule(wait);
-  }
-
-  function schedule(ms) {
-    if (!timer) timer = setTimeout(poll, ms);
-  }
+    state.textContent = 'Cannot read the fleet (' + err.message + '); retrying.';
+    return 'retry';
+  }, { everyMs: POLL_MS, timeoutMs: REQUEST_TIMEOUT_MS, maxMs: MAX_BACKOFF_MS });
 
   function render(agents) {
     if (agents.length && !performance.getEntriesByName('a2amesh-fleet').length) {
@@ -100,14 +70,7 @@ export function startFleet({ body, state }, onAgents) {
 
   return {
     // refresh polls now, as after a change of key.
-    refresh() {
-      gen++;
-      stopped = false;
-      wait = POLL_MS;
-      clearTimeout(timer);
-      timer = 0;
-      poll();
-    },
+    refresh: poll.refresh,
   };
 }
 
