@@ -2,10 +2,13 @@ package edge
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/service"
 )
 
 // The operator API: read-only views of the mesh that A2A has no method
@@ -23,6 +26,7 @@ func (e *Edge) opsRoutes() {
 		return e.authenticate(opsRefusals{}, e.rateLimit(opsRefusals{}, h))
 	}
 	e.mux.Handle("GET /ops/v1/fleet", guard(e.serveFleet))
+	e.mux.Handle("GET /ops/v1/tasks/{id}/events", guard(e.serveTaskEvents))
 }
 
 // fleetDoc is the answer of GET /ops/v1/fleet.
@@ -82,6 +86,87 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 			Queue: fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
 			Card:  e.agentCard(r, en.Agent, en.Card),
 		})
+	}
+	writeOps(w, http.StatusOK, doc)
+}
+
+// Bounds of GET /ops/v1/tasks/{id}/events.
+const (
+	taskEventsDefault = 200
+	taskEventsMax     = 1000
+)
+
+// taskEventsDoc is the answer of GET /ops/v1/tasks/{id}/events.
+type taskEventsDoc struct {
+	TaskID string `json:"taskId"`
+	// State is the task's state when it was read, before its events: when
+	// it is terminal the log is complete, and events with more false end
+	// it.
+	State a2a.TaskState `json:"state"`
+	// Events are the task's recorded events after the asked position, in
+	// order.
+	Events []taskEvent `json:"events"`
+	// More says the log holds events past the last one: ask again with
+	// after set to its seq.
+	More bool `json:"more"`
+}
+
+// taskEvent is one recorded event of a task.
+type taskEvent struct {
+	// Seq is its position in the mesh's event log: the id a stream sends
+	// it under, and what Last-Event-ID resumes after.
+	Seq uint64 `json:"seq"`
+	// Time is when the log stored it.
+	Time time.Time `json:"time"`
+	// Event is the StreamResponse as a 1.0 stream sends it.
+	Event *a2a.StreamResponse `json:"event"`
+}
+
+// serveTaskEvents answers GET /ops/v1/tasks/{id}/events?after=&limit=:
+// the caller's task's log, replayed from the event after seq after (0:
+// the first), at most limit events (default 200, at most 1000). A task
+// that is not the caller's is 404, as GetTask answers it.
+func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	after, limit := uint64(0), taskEventsDefault
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeOps(w, http.StatusBadRequest, map[string]string{"error": "after: want the seq of an event (a non-negative integer)"})
+			return
+		}
+		after = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > taskEventsMax {
+			writeOps(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit: want 1 to %d", taskEventsMax)})
+			return
+		}
+		limit = n
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opsTimeout)
+	defer cancel()
+	// GetTask decides what the caller may see: its own tasks only.
+	zero := 0
+	call := service.WithCall(ctx, &service.Call{Principal: principalFrom(r.Context()), Version: a2a.V10})
+	t, err := e.svc.GetTask(call, &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	if err != nil {
+		ae := a2a.AsError(err)
+		writeOps(w, ae.Status().HTTP, map[string]string{"error": ae.Message})
+		return
+	}
+	events, more, err := e.bus.TaskLog(ctx, id, after, limit)
+	if err != nil {
+		e.log.Warn("ops: task events: reading the log", "task_id", id, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "the task's log cannot be read now; retry"})
+		return
+	}
+	doc := taskEventsDoc{TaskID: id, State: t.Status.State, Events: make([]taskEvent, 0, len(events)), More: more}
+	for _, ev := range events {
+		doc.Events = append(doc.Events, taskEvent{Seq: ev.Seq, Time: ev.Time.UTC(), Event: ev.Resp})
 	}
 	writeOps(w, http.StatusOK, doc)
 }

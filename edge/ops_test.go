@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,118 @@ func TestConsoleDisabled(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, code, p)
 	}
 	readFleet(t, off.URL, "")
+}
+
+// opsSend sends text to agent over JSON-RPC with key and waits for the
+// task to end; it returns the task's id.
+func opsSend(t *testing.T, base, agent, text, key string) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"%d","parts":[{"text":%q}]}}}`, time.Now().UnixNano(), text)
+	req, err := http.NewRequest(http.MethodPost, base+"/agents/"+agent, bytes.NewReader([]byte(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	if key != "" {
+		req.Header.Set(edge.APIKeyHeader, key)
+	}
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			Task struct{ ID string } `json:"task"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NotEmpty(t, out.Result.Task.ID)
+	return out.Result.Task.ID
+}
+
+// eventsDoc is GET /ops/v1/tasks/{id}/events as a client reads it.
+type eventsDoc struct {
+	TaskID string `json:"taskId"`
+	State  string `json:"state"`
+	Events []struct {
+		Seq   uint64                     `json:"seq"`
+		Time  time.Time                  `json:"time"`
+		Event map[string]json.RawMessage `json:"event"`
+	} `json:"events"`
+	More bool `json:"more"`
+}
+
+func readEvents(t *testing.T, base, query, key string) eventsDoc {
+	t.Helper()
+	code, _, body := opsGet(t, base, query, key)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	var doc eventsDoc
+	require.NoError(t, json.Unmarshal(body, &doc), "%s", body)
+	return doc
+}
+
+// GET /ops/v1/tasks/{id}/events replays a task's log in order, with each
+// event's position and time, a page at a time; bad positions and limits
+// are 400, an unknown task 404.
+func TestOpsTaskEvents(t *testing.T) {
+	m := meshtest.Start(t)
+	id := opsSend(t, m.URL, "slow", "chunks=3 delay=10ms", "")
+	path := "/ops/v1/tasks/" + id + "/events"
+
+	all := readEvents(t, m.URL, path, "")
+	require.Equal(t, id, all.TaskID)
+	require.Equal(t, "TASK_STATE_COMPLETED", all.State)
+	require.False(t, all.More)
+	var kinds []string
+	for i, ev := range all.Events {
+		if i > 0 {
+			require.Greater(t, ev.Seq, all.Events[i-1].Seq)
+			require.False(t, ev.Time.Before(all.Events[i-1].Time))
+		}
+		for k := range ev.Event {
+			kinds = append(kinds, k)
+		}
+	}
+	require.Equal(t, "task", kinds[0])
+	require.Equal(t, 3, strings.Count(strings.Join(kinds, " "), "artifactUpdate"), "%v", kinds)
+	require.Equal(t, "statusUpdate", kinds[len(kinds)-1])
+	require.Contains(t, string(all.Events[len(all.Events)-1].Event["statusUpdate"]), "TASK_STATE_COMPLETED")
+
+	first := readEvents(t, m.URL, path+"?limit=2", "")
+	require.True(t, first.More)
+	require.Len(t, first.Events, 2)
+	rest := readEvents(t, m.URL, fmt.Sprintf("%s?after=%d", path, first.Events[1].Seq), "")
+	require.False(t, rest.More)
+	require.Len(t, rest.Events, len(all.Events)-2)
+	require.Equal(t, all.Events[2].Seq, rest.Events[0].Seq)
+	none := readEvents(t, m.URL, fmt.Sprintf("%s?after=%d", path, all.Events[len(all.Events)-1].Seq), "")
+	require.Empty(t, none.Events)
+	require.False(t, none.More)
+
+	for q, want := range map[string]int{
+		path + "?after=x":                   http.StatusBadRequest,
+		path + "?after=-1":                  http.StatusBadRequest,
+		path + "?limit=0":                   http.StatusBadRequest,
+		path + "?limit=1001":                http.StatusBadRequest,
+		"/ops/v1/tasks/no-such-task/events": http.StatusNotFound,
+	} {
+		code, _, body := opsGet(t, m.URL, q, "")
+		require.Equal(t, want, code, "%s: %s", q, body)
+		require.Contains(t, string(body), `"error":`)
+	}
+}
+
+// A task's log is its owner's: another principal gets 404, as GetTask
+// answers, and a call without a key 401.
+func TestOpsTaskEventsAreTheOwners(t *testing.T) {
+	const alice, bob = "alice-secret-0123456789", "bob-secret-0123456789ab"
+	auth, err := edge.NewAuth(map[string][]string{"alice": {alice}, "bob": {bob}})
+	require.NoError(t, err)
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Auth = auth }))
+	id := opsSend(t, m.URL, "echo", "alice's", alice)
+	path := "/ops/v1/tasks/" + id + "/events"
+	require.NotEmpty(t, readEvents(t, m.URL, path, alice).Events)
+	code, _, body := opsGet(t, m.URL, path, bob)
+	require.Equal(t, http.StatusNotFound, code)
+	require.NotContains(t, string(body), "alice's")
+	code, _, _ = opsGet(t, m.URL, path, "")
+	require.Equal(t, http.StatusUnauthorized, code)
 }

@@ -1,16 +1,24 @@
 // The tasks view: the caller's tasks (ListTasks), newest change first,
 // filtered by agent, state and context, a page at a time; and one task
-// opened (GetTask) with its messages and artifacts.
+// opened (GetTask) with its messages and artifacts, and its timeline:
+// every event of its log with its position and time, replayed from the
+// operator API (GET /ops/v1/tasks/{id}/events) and, while the task runs,
+// followed from the last position read, so nothing is missed or shown
+// twice across reconnects.
 //
 // The first page follows the mesh: while the view is shown it is asked
 // again every POLL_MS (poller.js: one request at a time, bounded, backing
 // off after failures) and its rows are updated in place. Later pages
 // stay as read: a page token is a position in a list that moves.
-import { callRPC, HTTPError } from './api.js';
+import { callRPC, getJSON, HTTPError } from './api.js';
 import { poller } from './poller.js';
 import { stateName, messageText, partBlock, terminal } from './parts.js';
 
 const POLL_MS = 3000;
+// FOLLOW_MS is how often an open task that runs is asked for new events;
+// one read takes at most LOG_PAGES pages of the log.
+const FOLLOW_MS = 1000;
+const LOG_PAGES = 50;
 
 export function startTasks(el) {
   const rows = new Map(); // task id -> {tr, cells}
@@ -18,6 +26,7 @@ export function startTasks(el) {
   let page = 0;
   let shown = false;
   let openID = '';
+  let follow = null; // the poller of the open task's log
 
   const filter = () => ({
     agent: el.agent.value,
@@ -83,6 +92,8 @@ export function startTasks(el) {
 
   // open shows one task: its state, messages and artifacts.
   async function open(id) {
+    if (follow) follow.stop();
+    follow = null;
     openID = id;
     el.detail.hidden = false;
     el.detailTitle.textContent = 'Task ' + id;
@@ -96,13 +107,16 @@ export function startTasks(el) {
     }
     if (openID !== id) return;
     const st = t.status || {};
-    const state = stateName(st.state);
-    el.detail.dataset.state = state;
-    const facts = line('state ' + state + ' · context ' + (t.contextId || '') +
-      (st.timestamp ? ' · ' + new Date(st.timestamp).toLocaleString() : ''), 'facts');
+    const facts = line('', 'facts');
+    const setState = (state) => {
+      el.detail.dataset.state = state;
+      facts.textContent = 'state ' + state + ' · context ' + (t.contextId || '');
+    };
+    setState(stateName(st.state));
     const parts = [facts];
-    if (!terminal(state)) {
-      const cancel = document.createElement('button');
+    let cancel = null;
+    if (!terminal(stateName(st.state))) {
+      cancel = document.createElement('button');
       cancel.type = 'button';
       cancel.className = 'cancel';
       cancel.textContent = 'Cancel task';
@@ -134,14 +148,55 @@ export function startTasks(el) {
       div.append(line(a.name || a.artifactId, 'role'), ...(a.parts || []).map(partBlock));
       parts.push(div);
     }
+    const timeline = document.createElement('ol');
+    timeline.className = 'timeline';
+    parts.push(heading('Timeline'), timeline);
     el.detailBody.replaceChildren(...parts);
+
+    let after = 0;
+    follow = poller(async (signal) => {
+      // The log from the last event read, a page at a time.
+      const got = [];
+      let doc;
+      for (let i = 0; i < LOG_PAGES; i++) {
+        doc = await getJSON('ops/v1/tasks/' + encodeURIComponent(id) + '/events?after=' + (got.length ? got[got.length - 1].seq : after), signal);
+        got.push(...doc.events);
+        if (!doc.more) break;
+      }
+      return { state: doc.state, more: doc.more, events: got };
+    }, (doc) => {
+      let state = '';
+      for (const ev of doc.events) {
+        timeline.append(eventItem(ev));
+        after = ev.seq;
+        const e = ev.event || {};
+        const s = (e.task && e.task.status) || (e.statusUpdate && e.statusUpdate.status);
+        if (s) state = stateName(s.state);
+      }
+      if (state) setState(state);
+      if (terminal(state || stateName(doc.state)) && !doc.more) {
+        if (cancel) cancel.hidden = true;
+        timeline.dataset.complete = 'true';
+        follow.stop();
+      }
+    }, (err) => {
+      timeline.append(line('Cannot read the timeline (' + err.message + ')' +
+        (err instanceof HTTPError && err.status === 401 ? '' : '; retrying'), 'error'));
+      return err instanceof HTTPError && (err.status === 401 || err.status === 404) ? 'stop' : 'retry';
+    }, { everyMs: FOLLOW_MS });
+    follow.refresh();
   }
 
   for (const s of [el.agent, el.state, el.size]) s.addEventListener('change', () => reload(0));
   el.form.addEventListener('submit', (ev) => { ev.preventDefault(); reload(0); });
   el.newer.addEventListener('click', () => reload(Math.max(0, page - 1)));
   el.older.addEventListener('click', () => { if (tokens[page + 1]) reload(page + 1); });
-  el.close.addEventListener('click', () => { openID = ''; el.detail.hidden = true; });
+  el.close.addEventListener('click', () => {
+    openID = '';
+    if (follow) follow.stop();
+    follow = null;
+    el.detail.hidden = true;
+  });
 
   return {
     // show starts or stops following the list, as the view is shown.
@@ -192,6 +247,36 @@ function newRow(id, onOpen) {
     tr.append(td);
   }
   return { tr, cells };
+}
+
+// eventItem shows one event of a task's log: its position, time and kind,
+// then what it carries.
+function eventItem(ev) {
+  const li = document.createElement('li');
+  li.dataset.seq = String(ev.seq);
+  const e = ev.event || {};
+  const t = new Date(ev.time);
+  const when = t.toLocaleTimeString() + '.' + String(t.getMilliseconds()).padStart(3, '0');
+  let kind = '';
+  let body = [];
+  if (e.task) {
+    kind = 'task · ' + stateName(e.task.status && e.task.status.state);
+  } else if (e.statusUpdate) {
+    const s = e.statusUpdate.status || {};
+    kind = 'status · ' + stateName(s.state);
+    body = ((s.message && s.message.parts) || []).map(partBlock);
+  } else if (e.artifactUpdate) {
+    const a = e.artifactUpdate.artifact || {};
+    kind = 'artifact ' + (a.name || a.artifactId || '') + (e.artifactUpdate.append ? ' · append' : '') +
+      (e.artifactUpdate.lastChunk ? ' · last chunk' : '');
+    body = (a.parts || []).map(partBlock);
+  } else if (e.message) {
+    kind = 'message · ' + stateName(e.message.role).replace(/^role-/, '');
+    body = (e.message.parts || []).map(partBlock);
+  }
+  li.dataset.kind = kind.split(' ')[0];
+  li.append(line('#' + ev.seq + ' · ' + when + ' · ' + kind, 'role'), ...body);
+  return li;
 }
 
 function line(text, cls) {

@@ -48,8 +48,8 @@ const taskRows = `Array.from(document.querySelectorAll('#tasks-body tr'), (tr) =
 
 // The task list: every task, filtered by agent and by state, a page at a
 // time; the first page shows a new task without a reload; a task opens
-// with its messages and artifact, and a running one is canceled from
-// there.
+// with its messages, artifact and timeline (its log, event by event); a
+// running one's timeline follows it live, and it is canceled from there.
 func TestConsoleBrowserTasks(t *testing.T) {
 	m := meshtest.Start(t)
 	var echo []string
@@ -91,14 +91,52 @@ func TestConsoleBrowserTasks(t *testing.T) {
 	require.Equal(t, "Task "+echo[3], b.text("#task-title"))
 	require.Equal(t, "usertask 3", b.text("#task-body .messages li.user"))
 	require.Equal(t, "echotask 3", b.text("#task-body .artifact"))
+	// Its timeline: every event of its log, with its position, in order.
+	b.waitFor("the whole timeline", `document.querySelector('#task-body .timeline').dataset.complete === 'true'`)
+	var tl []struct {
+		Seq  uint64
+		Kind string
+		Text string
+	}
+	b.eval(`Array.from(document.querySelectorAll('#task-body .timeline li'), (li) =>
+		({seq: Number(li.dataset.seq), kind: li.dataset.kind, text: li.textContent}))`, &tl)
+	var kinds []string
+	for i, ev := range tl {
+		kinds = append(kinds, ev.Kind)
+		if i > 0 {
+			require.Greater(t, ev.Seq, tl[i-1].Seq)
+		}
+		require.True(t, strings.HasPrefix(ev.Text, fmt.Sprintf("#%d · ", ev.Seq)), ev.Text)
+	}
+	require.Equal(t, []string{"task", "status", "artifact", "status"}, kinds)
+	require.Contains(t, tl[2].Text, "task 3")
+	require.Contains(t, tl[3].Text, "status · completed")
 
 	// The running task, canceled from its view.
 	b.do(chromedp.SetValue(chromedp.CSS("#tasks-state"), ""), chromedp.SetValue(chromedp.CSS("#tasks-size"), "20"))
 	b.waitFor("slow's row", fmt.Sprintf(`!!document.querySelector('#tasks-body tr[data-task=%q]')`, slow))
 	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tasks-body tr[data-task=%q] button`, slow))))
 	b.waitFor("slow's task opened", `document.querySelector('#task-detail').dataset.state === 'working'`)
+	// Its timeline follows it: chunks keep coming while it runs.
+	count := `document.querySelectorAll('#task-body .timeline li[data-kind="artifact"]').length`
+	b.waitFor("some chunks", count+` > 0`)
+	var n int
+	b.eval(count, &n)
+	b.waitFor("more chunks, followed live", fmt.Sprintf(`%s > %d`, count, n+3))
+	increasing := func() {
+		t.Helper()
+		var seqs []uint64
+		b.eval(`Array.from(document.querySelectorAll('#task-body .timeline li'), (li) => Number(li.dataset.seq))`, &seqs)
+		for i := 1; i < len(seqs); i++ {
+			require.Greater(t, seqs[i], seqs[i-1], "each event once, in order: %v", seqs)
+		}
+	}
+	increasing()
 	b.do(chromedp.Click(chromedp.CSS("#task-body button.cancel")))
 	b.waitFor("slow's task canceled", `document.querySelector('#task-detail').dataset.state === 'canceled'`)
+	b.waitFor("its timeline ending canceled", `document.querySelector('#task-body .timeline').dataset.complete === 'true' &&
+		document.querySelector('#task-body .timeline li:last-child').textContent.includes('status · canceled')`)
+	increasing()
 	b.waitFor("the list says so", fmt.Sprintf(`document.querySelector('#tasks-body tr[data-task=%q]').dataset.state === 'canceled'`, slow))
 	b.noCSPViolations()
 }
