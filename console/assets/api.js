@@ -109,22 +109,49 @@ export async function streamRPC(agent, method, params, onResult, opts = {}) {
     onResult(doc.result);
     return;
   }
+  for await (const data of sseEvents(resp)) {
+    if (opts.onRaw) opts.onRaw('received', data);
+    const doc = JSON.parse(data);
+    if (doc.error) throw new RPCError(doc.error);
+    onResult(doc.result);
+  }
+}
+
+// rawCall posts body, as the user wrote it, to agent ("": /a2a) with the
+// A2A-Version header version, and passes on what comes back as text: the
+// whole answer, or each server-sent event's data as it arrives. It
+// returns the HTTP status.
+export async function rawCall(agent, version, body, onText, signal) {
+  const path = agent ? 'agents/' + encodeURIComponent(agent) : 'a2a';
+  const resp = await fetch(new URL(path, root), {
+    method: 'POST',
+    headers: headers({
+      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'A2A-Version': version,
+    }),
+    body, credentials: 'omit', cache: 'no-store', signal,
+  });
+  if (!(resp.headers.get('Content-Type') || '').startsWith('text/event-stream')) {
+    onText(await resp.text());
+    return resp.status;
+  }
+  for await (const data of sseEvents(resp)) onText(data);
+  return resp.status;
+}
+
+// sseEvents yields the data of each server-sent event of resp as it
+// arrives; comments (keep-alives) are skipped.
+async function* sseEvents(resp) {
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) break;
+    if (done) return;
     buf += value.replace(/\r\n?/g, '\n');
     let end;
     while ((end = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, end);
+      const data = sseData(buf.slice(0, end));
       buf = buf.slice(end + 2);
-      const data = sseData(block);
-      if (data === null) continue; // a comment (keep-alive)
-      if (opts.onRaw) opts.onRaw('received', data);
-      const doc = JSON.parse(data);
-      if (doc.error) throw new RPCError(doc.error);
-      onResult(doc.result);
+      if (data !== null) yield data;
     }
   }
 }

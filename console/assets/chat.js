@@ -23,7 +23,9 @@ const versions = {
   },
 };
 
-export function startChat({ form, agent, version, input, send, reset, log }) {
+// onEdit(agent, version, body), when set, takes a request to the raw
+// view for editing.
+export function startChat({ form, agent, version, input, send, reset, log }, onEdit) {
   let conv = {}; // {agent, contextId, taskId}
 
   function setAgents(names) {
@@ -62,7 +64,7 @@ export function startChat({ form, agent, version, input, send, reset, log }) {
     send.disabled = true;
     entry('user', 'you → ' + name).body.append(textBlock(text));
     const v = versions[version.value] || versions['1.0'];
-    const turn = new Turn(name, v, entry('agent', name));
+    const turn = new Turn(name, v, entry('agent', name), onEdit);
     const message = v.message(newID(), text);
     if (conv.contextId) message.contextId = conv.contextId;
     if (conv.taskId) message.taskId = conv.taskId;
@@ -98,7 +100,8 @@ export function startChat({ form, agent, version, input, send, reset, log }) {
 // Turn renders the events of one streamed answer into its entry. While
 // the task runs, the entry has a button that cancels it (CancelTask).
 class Turn {
-  constructor(agent, version, { li, head, body }) {
+  constructor(agent, version, { li, head, body }, onEdit) {
+    this.onEdit = onEdit;
     this.agent = agent;
     this.version = version;
     this.li = li;
@@ -132,6 +135,14 @@ class Turn {
     try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* as it came */ }
     pre.textContent = (dir === 'sent' ? '→ ' : '← ') + shown;
     this.rawLog.append(pre);
+    if (dir === 'sent' && this.onEdit) {
+      const edit = document.createElement('button');
+      edit.type = 'button';
+      edit.className = 'edit';
+      edit.textContent = 'Edit in Raw';
+      edit.addEventListener('click', () => this.onEdit(this.agent, this.version.name, text));
+      this.rawLog.append(edit);
+    }
   }
 
   async cancelTask() {

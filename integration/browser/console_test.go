@@ -281,3 +281,39 @@ func TestConsoleBrowserAPIKey(t *testing.T) {
 	require.Zero(t, rows, "no fleet shown without a key")
 	b.noCSPViolations()
 }
+
+// The raw view sends a request as written and shows the answer; a chat
+// answer's request is brought there to edit and send again; a stream's
+// events come one by one; JSON that does not parse is sent and the edge's
+// error shown.
+func TestConsoleBrowserRaw(t *testing.T) {
+	m := meshtest.Start(t)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.chat("echo", "first words", 1)
+	b.do(chromedp.Click(chromedp.CSS(`#chat-log li.agent details.raw summary`)),
+		chromedp.Click(chromedp.CSS(`#chat-log li.agent details.raw button.edit`)))
+	b.waitFor("the raw view with chat's request", `!document.querySelector('#view-raw').hidden &&
+		document.querySelector('#raw-body').value.includes('"SendStreamingMessage"')`)
+	var where struct{ Agent, Version string }
+	b.eval(`({agent: document.querySelector('#raw-agent').value, version: document.querySelector('#raw-version').value})`, &where)
+	require.Equal(t, struct{ Agent, Version string }{"echo", "1.0"}, where)
+
+	// Edited: a new messageId and other words, sent as a stream.
+	b.eval(`(() => { const b = document.querySelector('#raw-body'); const req = JSON.parse(b.value);
+		req.params.message.messageId = 'raw-edit-1'; req.params.message.parts = [{text: 'edited words'}];
+		b.value = JSON.stringify(req); return true; })()`, new(bool))
+	b.do(chromedp.Click(chromedp.CSS("#raw-send")))
+	b.waitFor("the stream's events", `document.querySelector('#raw-status').textContent.startsWith('HTTP 200')`)
+	var events []string
+	b.eval(`Array.from(document.querySelectorAll('#raw-out pre'), (p) => p.textContent)`, &events)
+	require.GreaterOrEqual(t, len(events), 3, "task, status and artifact events, each in its own block")
+	require.Contains(t, strings.Join(events, "\n"), `"edited words"`)
+	require.Contains(t, events[len(events)-1], "TASK_STATE_COMPLETED")
+
+	// Not JSON: sent as written, the edge's parse error shown.
+	b.do(chromedp.SetValue(chromedp.CSS("#raw-body"), `{"jsonrpc": "2.0", oops`), chromedp.Click(chromedp.CSS("#raw-send")))
+	b.waitFor("the parse error", `document.querySelector('#raw-out').textContent.includes('-32700')`)
+	require.Contains(t, b.text("#raw-status"), "HTTP ")
+	b.noCSPViolations()
+}
