@@ -34,7 +34,7 @@ export function startTasks(el) {
       pageSize: Number(el.size.value) || 20,
       ...(el.state.value && { status: el.state.value }),
       ...(el.context.value.trim() && { contextId: el.context.value.trim() }),
-      historyLength: 0,
+      historyLength: 1, // the last message, when the status has none
     },
   });
 
@@ -83,7 +83,8 @@ export function startTasks(el) {
       setText(row.cells.state, stateName(st.state));
       setText(row.cells.context, t.contextId || '');
       setText(row.cells.updated, st.timestamp ? new Date(st.timestamp).toLocaleString() : '');
-      setText(row.cells.message, messageText(st.message));
+      const hist = t.history || [];
+      setText(row.cells.message, messageText(st.message || hist[hist.length - 1]));
     });
     for (const [id, row] of rows) {
       if (!seen.has(id)) { row.tr.remove(); rows.delete(id); }

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/edge"
@@ -316,4 +317,67 @@ func TestConsoleBrowserRaw(t *testing.T) {
 	b.waitFor("the parse error", `document.querySelector('#raw-out').textContent.includes('-32700')`)
 	require.Contains(t, b.text("#raw-status"), "HTTP ")
 	b.noCSPViolations()
+}
+
+// filer answers with a file whose name, type and bytes are hostile.
+type filer struct{}
+
+func (filer) Card() a2a.AgentCard {
+	return a2a.AgentCard{Name: "filer", Description: "answers with a file", Version: "1.0.0",
+		Capabilities: a2a.AgentCapabilities{Streaming: a2a.Bool(true)}}
+}
+
+func (filer) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
+	f := a2a.Part{Kind: a2a.PartRaw, Raw: []byte(xss), Filename: `../..\.evil "name"<x>?.html`, MediaType: "text/html"}
+	u := a2a.Part{Kind: a2a.PartURL, URL: "javascript:window.__pwned=4", Filename: "link.html"}
+	if err := w.Artifact(a2a.Artifact{Name: "files", Parts: []a2a.Part{f, u}}, false, true); err != nil {
+		return err
+	}
+	return w.Complete("")
+}
+
+// A file from an agent is offered, never rendered: its name is made safe,
+// its bytes are saved as application/octet-stream whatever type it
+// claims, and a file by URL is shown as text, not as a link.
+func TestConsoleBrowserFilesAreDownloads(t *testing.T) {
+	m := meshtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: filer{}, Name: "filer", Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.chat("filer", "a file, please", 1)
+	files := b.text(`#chat-log li.agent .artifact`)
+	require.Contains(t, files, "file evil _name__x__.html (text/html), 71 bytes")
+	require.Contains(t, files, "file link.html at javascript:window.__pwned=4")
+	var n int
+	b.eval(`document.querySelectorAll('#chat-log a, #chat-log iframe, #chat-log object, #chat-log embed, #chat-log img, #chat-log script').length`, &n)
+	require.Zero(t, n, "nothing of the files is an element")
+
+	// Download: record what the page hands the browser instead of saving.
+	b.eval(`(() => { window.__saved = [];
+		const orig = URL.createObjectURL;
+		URL.createObjectURL = (blob) => { window.__blob = blob; return orig(blob); };
+		HTMLAnchorElement.prototype.click = function () { window.__saved.push({name: this.download, href: this.href}); };
+		return true; })()`, new(bool))
+	b.do(chromedp.Click(chromedp.CSS(`#chat-log li.agent button.download`)))
+	var saved struct {
+		Name, Href, Type, Body string
+	}
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[json.RawMessage](`window.__blob.text().then((body) =>
+		({name: window.__saved[0].name, href: window.__saved[0].href, type: window.__blob.type, body}))`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(v, &saved))
+	require.Equal(t, "evil _name__x__.html", saved.Name)
+	require.True(t, strings.HasPrefix(saved.Href, "blob:"), saved.Href)
+	require.Equal(t, "application/octet-stream", saved.Type)
+	require.Equal(t, xss, saved.Body)
+	var pwned string
+	b.eval(`typeof window.__pwned`, &pwned)
+	require.Equal(t, "undefined", pwned)
 }

@@ -84,6 +84,7 @@ func TestConsoleBrowserTasks(t *testing.T) {
 	fresh := sendTask(t, m.URL, "echo", "a new one", false)
 	b.waitFor("the new task on top", fmt.Sprintf(`(%s).startsWith(%s)`, taskRows, jsString(fresh)))
 	require.Equal(t, "completed", b.text(`#tasks-body tr td.state`))
+	require.Equal(t, "a new one", b.text(`#tasks-body tr td.message`), "the last message, the status having none")
 
 	// One task: its messages and artifact.
 	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tasks-body tr[data-task=%q] button`, echo[3]))))
@@ -111,6 +112,7 @@ func TestConsoleBrowserTasks(t *testing.T) {
 	require.Equal(t, []string{"task", "status", "artifact", "status"}, kinds)
 	require.Contains(t, tl[2].Text, "task 3")
 	require.Contains(t, tl[3].Text, "status · completed")
+	b.screenshot("tasks")
 
 	// The running task, canceled from its view.
 	b.do(chromedp.SetValue(chromedp.CSS("#tasks-state"), ""), chromedp.SetValue(chromedp.CSS("#tasks-size"), "20"))
