@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/service"
 )
 
@@ -45,6 +46,10 @@ type fleetAgent struct {
 	Queue   fleetQueue `json:"queue"`
 	// Card is the agent's public card as GET /agents lists it (unsigned).
 	Card a2a.AgentCard `json:"card"`
+	// CardCheck is what the agent's proxy worker verified of its upstream
+	// card's signatures (GET /agents' cardChecks); absent for an agent
+	// that is not a proxy.
+	CardCheck *registry.CardCheck `json:"cardCheck,omitempty"`
 }
 
 // fleetQueue are the figures of an agent's work queue.
@@ -83,8 +88,9 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 		q := queues[en.Agent]
 		doc.Agents = append(doc.Agents, fleetAgent{
 			Name: en.Agent, Workers: workers[en.Agent],
-			Queue: fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
-			Card:  e.agentCard(r, en.Agent, en.Card),
+			Queue:     fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
+			Card:      e.agentCard(r, en.Agent, en.Card),
+			CardCheck: en.CardCheck,
 		})
 	}
 	writeOps(w, http.StatusOK, doc)

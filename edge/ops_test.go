@@ -13,10 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 // fleetDoc is GET /ops/v1/fleet as a client reads it.
@@ -36,6 +38,7 @@ type fleetDoc struct {
 				ID string `json:"id"`
 			} `json:"skills"`
 		} `json:"card"`
+		CardCheck *registry.CardCheck `json:"cardCheck"`
 	} `json:"agents"`
 	Time time.Time `json:"time"`
 }
@@ -119,8 +122,30 @@ func TestOpsFleet(t *testing.T) {
 	for _, a := range readFleet(t, m.URL, "").Agents {
 		if a.Name == "echo" {
 			require.EqualValues(t, 1, a.Queue.DeadLetters)
+			require.Nil(t, a.CardCheck, "not a proxy")
 		}
 	}
+
+	// A proxy's entry says what it verified of its upstream card.
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = registry.Publish(pctx, m.Bus(), registry.Entry{Agent: "proxied", Instance: "p1", Card: a2a.AgentCard{Name: "proxied"},
+			CardCheck: &registry.CardCheck{Status: registry.CardInvalid, Error: "no key verifies"}}, nil, nil)
+	}()
+	defer func() { stop(); <-done }()
+	var check *registry.CardCheck
+	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
+		for _, a := range readFleet(t, m.URL, "").Agents {
+			if a.Name == "proxied" {
+				check = a.CardCheck
+				return a.Workers == 1
+			}
+		}
+		return false
+	}), "the proxy's agent listed")
+	require.Equal(t, &registry.CardCheck{Status: registry.CardInvalid, Error: "no key verifies"}, check)
 }
 
 // With auth the operator API needs a key like the A2A endpoints: 401 with

@@ -55,11 +55,11 @@ export function startFleet({ body, state }, onAgents) {
       setText(row.desc, (a.card && a.card.description) || '');
       for (const [cls, get] of figures) setText(row.cells[cls], String(get(a) ?? ''));
       const card = a.card || {};
-      const key = JSON.stringify(card);
+      const key = JSON.stringify([card, a.cardCheck || null]);
       if (key !== row.cardKey) {
         row.cardKey = key;
         row.skills.replaceChildren(...(card.skills || []).map(skillItem));
-        row.card.replaceChildren(...cardFacts(card));
+        row.card.replaceChildren(...cardFacts(card, a.cardCheck));
       }
     });
     for (const [name, row] of rows) {
@@ -111,8 +111,9 @@ function skillItem(s) {
   return li;
 }
 
-// cardFacts lists what a card says besides its skills, as dt/dd pairs.
-function cardFacts(c) {
+// cardFacts lists what a card says besides its skills, as dt/dd pairs,
+// and for a proxy what it verified of its upstream card's signatures.
+function cardFacts(c, check) {
   const caps = c.capabilities || {};
   const facts = [
     ['version', c.version],
@@ -123,6 +124,9 @@ function cardFacts(c) {
     ...(c.supportedInterfaces || []).map((i) => ['interface',
       [i.protocolBinding, i.protocolVersion, i.url, i.tenant ? 'tenant ' + i.tenant : ''].filter(Boolean).join(' ')]),
   ];
+  if (check) {
+    facts.push(['upstream card', [check.status, (check.kids || []).join(', '), check.jku, check.error].filter(Boolean).join(' · ')]);
+  }
   return facts.flatMap(([k, v]) => {
     const dt = document.createElement('dt');
     dt.textContent = k;

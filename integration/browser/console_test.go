@@ -19,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 // Opening /console shows the fleet: echo with its one worker, an empty
@@ -154,7 +155,8 @@ func TestConsoleBrowserChatInputRequired(t *testing.T) {
 }
 
 // The fleet follows workers as they join and leave: a second echo worker
-// makes 2, a new agent gets a row, and both go when they stop.
+// makes 2, a new agent gets a row, and both go when they stop; a proxy's
+// agent shows what it verified of its upstream card.
 func TestConsoleBrowserFleetFollowsWorkers(t *testing.T) {
 	m := meshtest.Start(t)
 	b := newBrowser(t)
@@ -172,8 +174,17 @@ func TestConsoleBrowserFleetFollowsWorkers(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	}
+	// A proxy's entry, with what it verified of its upstream card.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = registry.Publish(ctx, m.Bus(), registry.Entry{Agent: "proxied", Instance: "p1", Card: a2a.AgentCard{Name: "proxied"},
+			CardCheck: &registry.CardCheck{Status: registry.CardInvalid, Error: "no key verifies"}}, nil, slog.New(slog.DiscardHandler))
+	}()
 	b.waitFor("echo with 2 workers", fleetCell("echo", "workers")+` === "2"`)
 	b.waitFor("joiner with 1 worker", fleetCell("joiner", "workers")+` === "1"`)
+	b.waitFor("the proxy's card check", `(document.querySelector('#fleet-body tr[data-agent="proxied"] details dl')?.textContent || '')
+		.includes('upstream cardinvalid · no key verifies')`)
 	cancel()
 	wg.Wait()
 	b.waitFor("echo back to 1 worker", fleetCell("echo", "workers")+` === "1"`)
