@@ -13,7 +13,7 @@ const raw = startRaw({
 });
 const chat = startChat({
   form: $('chat-form'), agent: $('chat-agent'), version: $('chat-version'), input: $('chat-input'),
-  send: $('chat-send'), reset: $('chat-new'), log: $('chat-log'),
+  files: $('chat-files'), send: $('chat-send'), reset: $('chat-new'), log: $('chat-log'),
 }, (agent, version, body) => {
   raw.edit(agent, version, body);
   show('raw');

@@ -14,18 +14,38 @@ const versions = {
   '1.0': {
     name: '1.0',
     stream: 'SendStreamingMessage', cancel: 'CancelTask',
-    message: (id, text) => ({ role: 'ROLE_USER', messageId: id, parts: [{ text }] }),
+    message: (id, parts) => ({ role: 'ROLE_USER', messageId: id, parts }),
+    text: (text) => ({ text }),
+    file: (f) => ({ raw: f.b64, filename: f.name, mediaType: f.type }),
   },
   '0.3': {
     name: '0.3',
     stream: 'message/stream', cancel: 'tasks/cancel',
-    message: (id, text) => ({ kind: 'message', role: 'user', messageId: id, parts: [{ kind: 'text', text }] }),
+    message: (id, parts) => ({ kind: 'message', role: 'user', messageId: id, parts }),
+    text: (text) => ({ kind: 'text', text }),
+    file: (f) => ({ kind: 'file', file: { bytes: f.b64, name: f.name, mimeType: f.type } }),
   },
 };
 
+// MAX_ATTACH bounds the attached files of one message: the edge takes
+// request bodies of 1 MiB by default, and base64 adds a third.
+const MAX_ATTACH = 700 * 1024;
+
+// readFiles reads the chosen files as base64.
+async function readFiles(list) {
+  const out = [];
+  for (const f of list) {
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    let bin = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    out.push({ name: f.name, type: f.type || 'application/octet-stream', size: bytes.length, b64: btoa(bin) });
+  }
+  return out;
+}
+
 // onEdit(agent, version, body), when set, takes a request to the raw
 // view for editing.
-export function startChat({ form, agent, version, input, send, reset, log }, onEdit) {
+export function startChat({ form, agent, version, input, files, send, reset, log }, onEdit) {
   let conv = {}; // {agent, contextId, taskId}
 
   function setAgents(names) {
@@ -58,14 +78,32 @@ export function startChat({ form, agent, version, input, send, reset, log }, onE
     ev.preventDefault();
     const text = input.value;
     const name = agent.value;
-    if (!name || !text.trim()) return;
+    const chosen = Array.from(files.files || []);
+    if (!name || (!text.trim() && !chosen.length)) return;
+    const total = chosen.reduce((n, f) => n + f.size, 0);
+    if (total > MAX_ATTACH) {
+      entry('user', 'not sent').body.append(textBlock('attached files of ' + total + ' bytes: at most ' + MAX_ATTACH + ' go in one message'));
+      return;
+    }
     if (conv.agent !== name) conv = { agent: name };
-    input.value = '';
     send.disabled = true;
-    entry('user', 'you → ' + name).body.append(textBlock(text));
+    let attached;
+    try {
+      attached = await readFiles(chosen);
+    } catch (e) {
+      send.disabled = false;
+      entry('user', 'not sent').body.append(textBlock('cannot read the files: ' + e.message));
+      return;
+    }
+    input.value = '';
+    files.value = '';
+    const mine = entry('user', 'you → ' + name).body;
+    if (text) mine.append(textBlock(text));
+    for (const f of attached) mine.append(textBlock('file ' + f.name + ' (' + f.type + '), ' + f.size + ' bytes'));
     const v = versions[version.value] || versions['1.0'];
     const turn = new Turn(name, v, entry('agent', name), onEdit);
-    const message = v.message(newID(), text);
+    const parts = [...(text ? [v.text(text)] : []), ...attached.map(v.file)];
+    const message = v.message(newID(), parts);
     if (conv.contextId) message.contextId = conv.contextId;
     if (conv.taskId) message.taskId = conv.taskId;
     try {

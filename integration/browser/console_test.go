@@ -3,8 +3,11 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -391,4 +394,59 @@ func TestConsoleBrowserFilesAreDownloads(t *testing.T) {
 	var pwned string
 	b.eval(`typeof window.__pwned`, &pwned)
 	require.Equal(t, "undefined", pwned)
+}
+
+// fileEcho answers with the files it got, as one artifact.
+type fileEcho struct{}
+
+func (fileEcho) Card() a2a.AgentCard {
+	return a2a.AgentCard{Name: "fileecho", Description: "answers with the files it gets", Version: "1.0.0",
+		Capabilities: a2a.AgentCapabilities{Streaming: a2a.Bool(true)}}
+}
+
+func (fileEcho) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
+	var files []a2a.Part
+	for _, p := range req.Message.Parts {
+		if p.Kind == a2a.PartRaw {
+			files = append(files, p)
+		}
+	}
+	if err := w.Artifact(a2a.Artifact{Name: "files", Parts: append(files, a2a.TextPart(fmt.Sprintf("%d files", len(files))))}, false, true); err != nil {
+		return err
+	}
+	return w.Complete("")
+}
+
+// Files attached in the chat reach the agent as file parts, with their
+// names, types and bytes, in 1.0 and in 0.3.
+func TestConsoleBrowserChatAttachesFiles(t *testing.T) {
+	m := meshtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: fileEcho{}, Name: "fileecho", Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("hello file\n"), 0o600))
+	blob := filepath.Join(dir, "blob.bin")
+	require.NoError(t, os.WriteFile(blob, []byte{0, 1, 2, 0xff}, 0o600))
+
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	for i, v := range []string{"1.0", "0.3"} {
+		b.do(chromedp.Click(chromedp.CSS("#tab-chat")))
+		b.waitFor("fileecho in the list", `!!document.querySelector('#chat-agent option[value="fileecho"]')`)
+		b.do(chromedp.SetValue(chromedp.CSS("#chat-agent"), "fileecho"), chromedp.SetValue(chromedp.CSS("#chat-version"), v),
+			chromedp.SetUploadFiles(chromedp.CSS("#chat-files"), []string{notes, blob}),
+			chromedp.Click(chromedp.CSS("#chat-send")))
+		b.waitEnd(i + 1)
+		var got struct{ Mine, Reply string }
+		b.eval(fmt.Sprintf(`({mine: document.querySelectorAll('#chat-log li.user')[%d].querySelector('.body').textContent,
+			reply: document.querySelectorAll('#chat-log li.agent')[%d].querySelector('.artifact').textContent})`, i, i), &got)
+		require.Equal(t, "file notes.txt (text/plain), 11 bytesfile blob.bin (application/octet-stream), 4 bytes", got.Mine, v)
+		require.Equal(t, "file notes.txt (text/plain), 11 bytes Downloadfile blob.bin (application/octet-stream), 4 bytes Download2 files", got.Reply, v)
+	}
 }
