@@ -8,11 +8,13 @@
 // inline script or style, no eval) and forbids framing, with nosniff and
 // no-referrer. The assets are served with Cache-Control: no-cache and a
 // strong ETag of their content: a browser revalidates each load with a
-// request answered 304, and a new binary's assets are seen at once.
+// request answered 304, and a new binary's assets are seen at once. They
+// are gzipped once, at start, for browsers that take it.
 package console
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -34,11 +36,13 @@ const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; " +
 	"form-action 'none'; frame-ancestors 'none'"
 
-// file is one embedded asset, read once.
+// file is one embedded asset, read once, and gzipped once when that
+// saves much.
 type file struct {
 	body  []byte
 	ctype string
 	etag  string
+	gz    []byte // nil: served as is
 }
 
 // Handler serves the console: GET /console redirects to /console/, which
@@ -61,7 +65,7 @@ func New() *Handler {
 		}
 		sum := sha256.Sum256(b)
 		h.files[strings.TrimPrefix(p, "assets/")] = file{body: b, ctype: contentType(p),
-			etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+			etag: `"` + hex.EncodeToString(sum[:12]) + `"`, gz: gzipped(b)}
 		return nil
 	})
 	if err != nil {
@@ -83,6 +87,18 @@ func contentType(name string) string {
 		return "image/svg+xml"
 	}
 	return "application/octet-stream"
+}
+
+// gzipped is b gzipped, or nil when that does not save a quarter of it.
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level: no error
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	if buf.Len() > len(b)*3/4 {
+		return nil
+	}
+	return buf.Bytes()
 }
 
 // Size is the number of bytes of the console's assets together: what a
@@ -134,10 +150,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("Content-Type", f.ctype)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("ETag", f.etag)
+	hd := w.Header()
+	hd.Set("Content-Type", f.ctype)
+	hd.Set("Cache-Control", "no-cache")
+	body, etag := f.body, f.etag
+	if f.gz != nil {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			// Another representation, another ETag.
+			body, etag = f.gz, strings.TrimSuffix(f.etag, `"`)+`-gz"`
+			hd.Set("Content-Encoding", "gzip")
+		}
+	}
+	hd.Set("ETag", etag)
 	// A zero modification time: ServeContent answers conditional
 	// requests by the ETag alone.
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+// acceptsGzip reports whether r's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			return strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0"
+		}
+	}
+	return false
+}
+
+// GzipSize is the number of bytes of the console's assets as a browser
+// that takes gzip gets them.
+func (h *Handler) GzipSize() int {
+	n := 0
+	for _, f := range h.files {
+		if f.gz != nil {
+			n += len(f.gz)
+		} else {
+			n += len(f.body)
+		}
+	}
+	return n
 }

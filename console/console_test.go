@@ -1,6 +1,7 @@
 package console
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -52,11 +53,28 @@ func TestConsoleHeaders(t *testing.T) {
 		requireStrict(t, resp, path)
 		require.NotEmpty(t, body, path)
 		etag := resp.Header.Get("ETag")
-		require.Regexp(t, `^"[0-9a-f]{24}"$`, etag, path)
+		require.Regexp(t, `^"[0-9a-f]{24}(-gz)?"$`, etag, path)
 		again, body := get(t, srv, path, "If-None-Match", etag)
 		require.Equal(t, http.StatusNotModified, again.StatusCode, path)
 		require.Empty(t, body, path)
 	}
+
+	// Gzipped for a browser that takes it: another representation, with
+	// its own ETag.
+	plain, body := get(t, srv, "/console/chat.js", "Accept-Encoding", "identity")
+	require.Empty(t, plain.Header.Get("Content-Encoding"))
+	zipped, zbody := get(t, srv, "/console/chat.js", "Accept-Encoding", "gzip, deflate")
+	require.Equal(t, "gzip", zipped.Header.Get("Content-Encoding"))
+	require.Contains(t, zipped.Header.Values("Vary"), "Accept-Encoding")
+	require.NotEqual(t, plain.Header.Get("ETag"), zipped.Header.Get("ETag"))
+	zr, err := gzip.NewReader(strings.NewReader(zbody))
+	require.NoError(t, err)
+	unzipped, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Equal(t, body, string(unzipped))
+	requireStrict(t, zipped, "/console/chat.js gzipped")
+	again, _ := get(t, srv, "/console/chat.js", "Accept-Encoding", "gzip", "If-None-Match", zipped.Header.Get("ETag"))
+	require.Equal(t, http.StatusNotModified, again.StatusCode)
 
 	resp, _ := get(t, srv, "/console")
 	require.Equal(t, http.StatusFound, resp.StatusCode)
@@ -113,5 +131,5 @@ func TestConsoleAssetsHaveNoInlineCodeNorHTMLSinks(t *testing.T) {
 		require.NotRegexp(t, `https?://`, string(f.body), "%s: nothing from elsewhere", name)
 	}
 	require.GreaterOrEqual(t, n, 4, "the page's modules")
-	t.Logf("assets: %d files, %d bytes", len(h.files), h.Size())
+	t.Logf("assets: %d files, %d bytes, %d gzipped", len(h.files), h.Size(), h.GzipSize())
 }

@@ -1,10 +1,13 @@
 package edge
 
 import (
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -93,7 +96,7 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 			CardCheck: en.CardCheck,
 		})
 	}
-	writeOps(w, http.StatusOK, doc)
+	writeOpsDoc(w, r, doc)
 }
 
 // Bounds of GET /ops/v1/tasks/{id}/events.
@@ -174,13 +177,51 @@ func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range events {
 		doc.Events = append(doc.Events, taskEvent{Seq: ev.Seq, Time: ev.Time.UTC(), Event: ev.Resp})
 	}
-	writeOps(w, http.StatusOK, doc)
+	writeOpsDoc(w, r, doc)
 }
 
 // writeOps writes an operator API answer: JSON, never cached.
 func writeOps(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, status, v)
+}
+
+// gzipMin is the size from which writeOpsDoc compresses an answer.
+const gzipMin = 4 << 10
+
+// writeOpsDoc writes a 200 answer of the operator API as writeOps does,
+// gzipped when the client accepts it and it is large: a fleet of a
+// hundred agents is about 160 KB of JSON with their cards, polled every
+// few seconds, and its cards repeat one shape.
+func writeOpsDoc(w http.ResponseWriter, r *http.Request, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeOps(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json")
+	h.Add("Vary", "Accept-Encoding")
+	if len(body) < gzipMin || !acceptsGzip(r) {
+		_, _ = w.Write(append(body, '\n'))
+		return
+	}
+	h.Set("Content-Encoding", "gzip")
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
+	_, _ = zw.Write(append(body, '\n'))
+	_ = zw.Close()
+}
+
+// acceptsGzip reports whether r's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			return strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0"
+		}
+	}
+	return false
 }
 
 // opsRefusals are the operator API's refusals: {"error": message}.

@@ -2,6 +2,7 @@ package edge_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -292,4 +293,40 @@ func TestOpsTaskEventsAreTheOwners(t *testing.T) {
 	require.NotContains(t, string(body), "alice's")
 	code, _, _ = opsGet(t, m.URL, path, "")
 	require.Equal(t, http.StatusUnauthorized, code)
+}
+
+// A large answer is gzipped for a client that accepts it, and plain for
+// one that does not.
+func TestOpsGzip(t *testing.T) {
+	m := meshtest.Start(t)
+	get := func(enc string) (*http.Response, []byte) {
+		req, err := http.NewRequest(http.MethodGet, m.URL+"/ops/v1/fleet", nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept-Encoding", enc) // set by hand: the transport leaves the body as sent
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return resp, b
+	}
+	plain, body := get("identity")
+	require.Empty(t, plain.Header.Get("Content-Encoding"))
+	require.True(t, json.Valid(body))
+	require.Greater(t, len(body), 4<<10, "the fleet of dev's agents is large enough to compress")
+
+	zipped, zbody := get("br;q=1.0, gzip;q=0.8")
+	require.Equal(t, "gzip", zipped.Header.Get("Content-Encoding"))
+	require.Contains(t, zipped.Header.Values("Vary"), "Accept-Encoding")
+	zr, err := gzip.NewReader(bytes.NewReader(zbody))
+	require.NoError(t, err)
+	unzipped, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.True(t, json.Valid(unzipped))
+	require.Less(t, len(zbody), len(unzipped)/3)
+	t.Logf("fleet: %d bytes, %d gzipped", len(unzipped), len(zbody))
+
+	refused, _ := get("gzip;q=0")
+	require.Empty(t, refused.Header.Get("Content-Encoding"))
 }

@@ -450,3 +450,37 @@ func TestConsoleBrowserChatAttachesFiles(t *testing.T) {
 		require.Equal(t, "file notes.txt (text/plain), 11 bytes Downloadfile blob.bin (application/octet-stream), 4 bytes Download2 files", got.Reply, v)
 	}
 }
+
+// With a hundred agents more the fleet shows them all, and a poll
+// updates the rows in place: the same elements stay, nothing is rebuilt.
+func TestConsoleBrowserFleetHundredAgents(t *testing.T) {
+	m := meshtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for i := range 100 {
+		name := fmt.Sprintf("a%03d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			card := a2a.AgentCard{Name: name, Description: "agent " + name, Version: "1.0.0",
+				Skills: []a2a.AgentSkill{{ID: "s", Name: "skill of " + name, Description: "d", Tags: []string{"t"}}}}
+			_ = registry.Publish(ctx, m.Bus(), registry.Entry{Agent: name, Instance: "i", Card: card}, nil, slog.New(slog.DiscardHandler))
+		}()
+	}
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(m.URL + "/console/"))
+	b.waitFor("107 agents", `document.querySelectorAll('#fleet-body tr').length === 107`)
+	b.eval(`document.querySelector('#fleet-body tr[data-agent="a050"]').__mark = 1; document.querySelector('#fleet-state').__read = document.querySelector('#fleet-state').textContent; true`, new(bool))
+	b.waitFor("another poll", `(() => { const s = document.querySelector('#fleet-state'); return s.textContent !== s.__read; })()`)
+	var same bool
+	b.eval(`document.querySelector('#fleet-body tr[data-agent="a050"]').__mark === 1`, &same)
+	require.True(t, same, "the row was updated in place, not rebuilt")
+	var doc struct {
+		Bytes int
+		MS    float64
+	}
+	b.eval(`(() => { const r = performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/ops/v1/fleet')).pop();
+		return {bytes: r.encodedBodySize, ms: r.duration}; })()`, &doc)
+	t.Logf("fleet of 107 agents: %d bytes, read in %.0f ms", doc.Bytes, doc.MS)
+}
