@@ -24,11 +24,13 @@ export class HTTPError extends Error {
   }
 }
 
-// RPCError is a JSON-RPC error object.
+// RPCError is a JSON-RPC error object; status is the HTTP status it came
+// with (401 without a valid key, 429 over the rate limit).
 export class RPCError extends Error {
-  constructor(err) {
+  constructor(err, status) {
     super((err && err.message) || 'JSON-RPC error');
     this.code = err && err.code;
+    this.status = status;
   }
 }
 
@@ -89,7 +91,7 @@ export async function callRPC(agent, method, params, opts = {}) {
   } catch (e) {
     throw new HTTPError(resp.status);
   }
-  if (doc.error) throw new RPCError(doc.error);
+  if (doc.error) throw new RPCError(doc.error, resp.status);
   if (!resp.ok) throw new HTTPError(resp.status);
   return doc.result;
 }

@@ -209,7 +209,7 @@ class Turn {
       this.artifact(r.artifactUpdate.artifact, r.artifactUpdate.append);
     } else if (r.message) {
       this.ids(r.message.taskId, r.message.contextId);
-      this.body.append(...r.message.parts.map(partBlock));
+      this.body.append(...(r.message.parts || []).map(partBlock));
     }
   }
 
@@ -240,7 +240,7 @@ class Turn {
     }
     for (const part of a.parts || []) {
       const last = el.lastElementChild;
-      if (append && typeof part.text === 'string' && last && last.matches('p.text')) {
+      if (append && typeof part.text === 'string' && last && last.matches('p.text:not(.file)')) {
         last.append(part.text); // a chunk of the same text: a text node
       } else {
         el.append(partBlock(part));

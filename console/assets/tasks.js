@@ -54,7 +54,7 @@ export function startTasks(el) {
     if (page > 0) poll.stop();
   }, (err) => {
     el.status.className = 'error';
-    if (err instanceof HTTPError && err.status === 401) {
+    if (err.status === 401) {
       el.status.textContent = 'The edge asks for an API key: enter one above.';
       render([]);
       return 'stop';

@@ -289,8 +289,15 @@ func TestConsoleBrowserAPIKey(t *testing.T) {
 	b.chat("echo", "with a key", 1)
 	require.Equal(t, "with a key", b.text(`#chat-log li.agent .artifact`))
 
-	// Forgetting the key: the next poll is refused again.
-	b.do(chromedp.Click(chromedp.CSS("#tab-fleet")), chromedp.Click(chromedp.CSS("#key-forget")))
+	b.do(chromedp.Click(chromedp.CSS("#tab-tasks")))
+	b.waitFor("the key's task listed", `document.querySelectorAll('#tasks-body tr').length === 1`)
+
+	// Forgetting the key: the next reads are refused again, and what was
+	// shown goes.
+	b.do(chromedp.Click(chromedp.CSS("#key-forget")))
+	b.waitFor("the tasks asking for a key", `document.querySelector('#tasks-status').textContent.includes('API key') &&
+		document.querySelectorAll('#tasks-body tr').length === 0`)
+	b.do(chromedp.Click(chromedp.CSS("#tab-fleet")))
 	b.waitFor("the page to ask for a key again", `document.querySelector('#fleet-state').textContent.includes('API key')`)
 	b.eval(`document.querySelectorAll('#fleet-body tr').length`, &rows)
 	require.Zero(t, rows, "no fleet shown without a key")
