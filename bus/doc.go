@@ -9,7 +9,9 @@
 // to ack, nak, hold (InProgress) or term (the worker's work queue, the
 // push deliverer's two consumers), a KV with a Watcher (the registry's
 // cards, the proxy workers' upstream ids, the push configs),
-// ConsumerStats for metrics, Request/Respond for liveness pings, and a
+// ConsumerStats for metrics, Queues and TaskLog for the operator API
+// (work queue figures, a task's log replayed), Request/Respond for
+// liveness pings, and a
 // Subscription to Stop for cancels and settlement. Only its hosts touch
 // NATS itself: they start servers and dial (Dial, StartServer), and hand
 // the connection to Open.

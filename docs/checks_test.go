@@ -231,6 +231,19 @@ func examplesChecks() []*check {
 				t.Errorf("keys file: %v %v", st, err)
 			}
 		}},
+		{file: "docs/console.md", match: re(`^curl -s localhost:8080/ops/v1/fleet`), fn: func(t *testing.T, _ *session, r result) {
+			workers := map[string]any{}
+			for _, a := range jsonOf(t, r.out)["agents"].([]any) {
+				a := a.(map[string]any)
+				workers[a["name"].(string)] = a["workers"]
+				if q, ok := a["queue"].(map[string]any); !ok || q["pending"] == nil || q["inFlight"] == nil || q["deadLetters"] == nil {
+					t.Errorf("%s has no queue figures: %s", a["name"], r.out)
+				}
+			}
+			if workers["echo"] != float64(1) {
+				t.Errorf("echo should have 1 worker: %s", r.out)
+			}
+		}},
 		{file: "docs/configuration.md", match: re(`^curl .*(x-api-key|Bearer)`), fn: func(t *testing.T, s *session, r result) {
 			wantState(t, taskOf(r.rpc["result"]), "completed")
 			// And without the credential, the same call is refused.

@@ -7,8 +7,10 @@
 // server span are still applied in the handler. An edge holds no task state, only open streams: any edge can
 // answer any call about any task. Push delivery is its own component
 // (package push), which an edge role may host; the edge itself only stores
-// push configs and serves the signing key set.
+// push configs and serves the signing key set. It also serves the web
+// console (package console) at /console/ and the read-only operator API
+// the console reads where A2A has no method, under /ops/v1 (ops.go).
 //
-// edge imports a2a, bus, tasks, service, registry and push; it never imports
-// agentrt.
+// edge imports a2a, bus, tasks, service, registry, push and console; it
+// never imports agentrt.
 package edge

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/console"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/push"
@@ -71,7 +72,11 @@ type Config struct {
 	// Metrics, when set, records the edge's metrics and serves them on
 	// GET /metrics (public, like /healthz: counts only, no task data).
 	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	// DisableConsole turns off the web console (package console), served
+	// otherwise at GET /console/. The operator API it reads (/ops/v1,
+	// ops.go) stays.
+	DisableConsole bool
+	Logger         *slog.Logger
 }
 
 // Edge is the HTTP handler of one edge node.
@@ -177,6 +182,15 @@ func (e *Edge) routes() {
 	e.mux.HandleFunc("GET /livez", serveLive)
 	if e.cfg.Metrics != nil {
 		e.mux.Handle("GET /metrics", e.cfg.Metrics.Handler())
+	}
+	e.opsRoutes() // ops.go
+	if !e.cfg.DisableConsole {
+		// The page and its assets are public: they hold no data. What the
+		// page reads, it reads through the A2A endpoints and /ops/v1,
+		// with the key its user enters.
+		c := console.New()
+		e.mux.Handle("GET "+console.Prefix, c)
+		e.mux.Handle("GET "+console.Prefix+"/", c)
 	}
 	// The HTTP+JSON binding (rest.go) routes its paths itself, at the
 	// root, under /{tenant} and under /agents/{name}; it answers every

@@ -655,6 +655,22 @@ func (t *Table) Agents() []Entry {
 	return out
 }
 
+// Workers returns how many listed instances each listed agent has: the
+// workers serving it now, as far as the table knows.
+func (t *Table) Workers() map[string]int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string]int, len(t.byAgent))
+	for agent, m := range t.byAgent {
+		for _, s := range m {
+			if t.visibleLocked(s) {
+				out[agent]++
+			}
+		}
+	}
+	return out
+}
+
 // ---- liveness checks ----
 
 // prober pings the instances of a table whose heartbeats are late, and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/console"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/tracing"
@@ -70,8 +71,12 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	consoleURL := ""
+	if !ecfg.DisableConsole {
+		consoleURL = m.URL() + console.Prefix + "/"
+	}
 	log.Info("a2amesh dev ready", "url", m.URL(), "data", *data,
-		"card", m.URL()+"/.well-known/agent-card.json", "agents", m.URL()+"/agents")
+		"card", m.URL()+"/.well-known/agent-card.json", "agents", m.URL()+"/agents", "console", consoleURL)
 	if a := m.GRPCAddr(); a != "" {
 		log.Info("a2amesh dev serving gRPC", "addr", a)
 	}
@@ -79,6 +84,9 @@ func runDev(ctx context.Context, args []string) error {
 		// For people: the addresses to try. A JSON log has them in the
 		// record above and nothing else on stderr.
 		fmt.Fprintf(os.Stderr, "\n  a2amesh is ready: %s\n  mesh card: %s/.well-known/agent-card.json\n  agents:    %s/agents\n", m.URL(), m.URL(), m.URL())
+		if consoleURL != "" {
+			fmt.Fprintf(os.Stderr, "  console:   %s\n", consoleURL)
+		}
 		if a := m.GRPCAddr(); a != "" {
 			fmt.Fprintf(os.Stderr, "  gRPC:      %s (A2AService; name the agent in tenant)\n", a)
 		}

@@ -27,6 +27,7 @@ type edgeFlags struct {
 	rateScope                             *string
 	push                                  *pushFlags
 	metrics                               *bool
+	console                               *bool
 	lostGrace                             *time.Duration
 	blockingTimeout                       *time.Duration
 }
@@ -91,6 +92,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		push:            addPushFlags(fs),
 		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop when its fate is unknown (its NATS node died, paused or was cut off): sends wait in its queue instead of failing with unknown agent; a worker known to have crashed is refused at once; 0 turns it off (env A2AMESH_LOST_GRACE)"),
 		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
+		console:         fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
 		metrics:         fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
 }
@@ -110,7 +112,7 @@ func (f *edgeFlags) grpcAddr() string {
 func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics) (edge.Config, error) {
 	c := edge.Config{
 		PublicURL: *f.publicURL, GRPCURL: *f.publicGRPCURL, DefaultAgent: *f.defaultAgent, KeepAlive: *f.keepAlive,
-		IdempotencyWindow: *f.idemWindow, StrictCards: *f.strictCards,
+		IdempotencyWindow: *f.idemWindow, StrictCards: *f.strictCards, DisableConsole: !*f.console,
 	}
 	if c.IdempotencyWindow <= 0 {
 		c.IdempotencyWindow = -1 // off

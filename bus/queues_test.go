@@ -1,0 +1,68 @@
+package bus
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Queues reads each agent's work consumer (waiting, in flight, delivered
+// again) and dead letters from a real JetStream.
+func TestQueuesCountsWorkAndDeadLetters(t *testing.T) {
+	b := openTestBus(t, Config{AckWait: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	q, err := b.Queues(ctx)
+	require.NoError(t, err)
+	require.Empty(t, q, "no consumer, no dead letter")
+
+	c, err := b.WorkConsumer(ctx, "alpha")
+	require.NoError(t, err)
+	for _, id := range []string{"t1", "t2", "t3"} {
+		require.NoError(t, b.Enqueue(ctx, &WorkItem{TaskID: id, Agent: "alpha"}, "", nil))
+	}
+	require.NoError(t, b.Enqueue(ctx, &WorkItem{TaskID: "t9", Agent: "beta"}, "", nil)) // no consumer: not listed
+	q, err = b.Queues(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]QueueStats{"alpha": {Pending: 3}}, q)
+
+	// One taken and held, one taken and handed back: the second is
+	// delivered again and counts as redelivered while held.
+	got := fetchN(t, ctx, c, 2)
+	require.NoError(t, got[1].Nak())
+	again := fetchN(t, ctx, c, 1)
+	info, err := again[0].Info()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, info.NumDelivered)
+	require.NoError(t, b.DeadLetter(ctx, "alpha", []byte("x"), "max deliveries"))
+	require.NoError(t, b.DeadLetter(ctx, "alpha", []byte("y"), "max deliveries"))
+	require.NoError(t, b.DeadLetter(ctx, "gone", []byte("z"), "undecodable"))
+	q, err = b.Queues(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]QueueStats{
+		"alpha": {Pending: 1, AckPending: 2, Redelivered: 1, Dead: 2},
+		"gone":  {Dead: 1},
+	}, q)
+
+	require.NoError(t, got[0].AckSync(ctx))
+	require.NoError(t, again[0].AckSync(ctx))
+	q, err = b.Queues(ctx)
+	require.NoError(t, err)
+	require.Equal(t, QueueStats{Pending: 1, Dead: 2}, q["alpha"])
+}
+
+// fetchN takes n messages from c, failing the test past a few seconds.
+func fetchN(t *testing.T, ctx context.Context, c Consumer, n int) []*Msg {
+	t.Helper()
+	ch, err := c.FetchWait(n, 5*time.Second)
+	require.NoError(t, err)
+	var out []*Msg
+	for m := range ch {
+		out = append(out, m)
+	}
+	require.Len(t, out, n)
+	return out
+}

@@ -1,0 +1,263 @@
+// The chat view: send a message to an agent with SendStreamingMessage
+// (A2A 1.0) or message/stream (0.3) and show the task's status and output
+// as the events arrive. The conversation keeps its contextId, and the
+// taskId while the agent asks for input, so the next message continues
+// it. Each answer has a "raw" pane with the exact JSON sent and received.
+//
+// What an agent sends is untrusted: it is only ever set as textContent,
+// never parsed as HTML.
+import { streamRPC, callRPC, newID } from './api.js';
+import { as10, stateName, textBlock, partBlock } from './parts.js';
+
+// The methods and message shapes of each version.
+const versions = {
+  '1.0': {
+    name: '1.0',
+    stream: 'SendStreamingMessage', cancel: 'CancelTask',
+    message: (id, parts) => ({ role: 'ROLE_USER', messageId: id, parts }),
+    text: (text) => ({ text }),
+    file: (f) => ({ raw: f.b64, filename: f.name, mediaType: f.type }),
+  },
+  '0.3': {
+    name: '0.3',
+    stream: 'message/stream', cancel: 'tasks/cancel',
+    message: (id, parts) => ({ kind: 'message', role: 'user', messageId: id, parts }),
+    text: (text) => ({ kind: 'text', text }),
+    file: (f) => ({ kind: 'file', file: { bytes: f.b64, name: f.name, mimeType: f.type } }),
+  },
+};
+
+// MAX_ATTACH bounds the attached files of one message: the edge takes
+// request bodies of 1 MiB by default, and base64 adds a third.
+const MAX_ATTACH = 700 * 1024;
+
+// readFiles reads the chosen files as base64.
+async function readFiles(list) {
+  const out = [];
+  for (const f of list) {
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    let bin = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    out.push({ name: f.name, type: f.type || 'application/octet-stream', size: bytes.length, b64: btoa(bin) });
+  }
+  return out;
+}
+
+// onEdit(agent, version, body), when set, takes a request to the raw
+// view for editing.
+export function startChat({ form, agent, version, input, files, send, reset, log }, onEdit) {
+  let conv = {}; // {agent, contextId, taskId}
+
+  function setAgents(names) {
+    const current = agent.value;
+    const have = Array.from(agent.options, (o) => o.value);
+    if (have.join('\n') === names.join('\n')) return;
+    agent.replaceChildren(...names.map((n) => {
+      const o = document.createElement('option');
+      o.value = n;
+      o.textContent = n;
+      return o;
+    }));
+    if (names.includes(current)) agent.value = current;
+  }
+
+  function newConversation() {
+    conv = {};
+    log.replaceChildren();
+  }
+
+  agent.addEventListener('change', () => {
+    if (agent.value !== conv.agent) newConversation();
+  });
+  reset.addEventListener('click', newConversation);
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
+  });
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const text = input.value;
+    const name = agent.value;
+    const chosen = Array.from(files.files || []);
+    if (!name || (!text.trim() && !chosen.length)) return;
+    const total = chosen.reduce((n, f) => n + f.size, 0);
+    if (total > MAX_ATTACH) {
+      entry('user', 'not sent').body.append(textBlock('attached files of ' + total + ' bytes: at most ' + MAX_ATTACH + ' go in one message'));
+      return;
+    }
+    if (conv.agent !== name) conv = { agent: name };
+    send.disabled = true;
+    let attached;
+    try {
+      attached = await readFiles(chosen);
+    } catch (e) {
+      send.disabled = false;
+      entry('user', 'not sent').body.append(textBlock('cannot read the files: ' + e.message));
+      return;
+    }
+    input.value = '';
+    files.value = '';
+    const mine = entry('user', 'you → ' + name).body;
+    if (text) mine.append(textBlock(text));
+    for (const f of attached) mine.append(textBlock('file ' + f.name + ' (' + f.type + '), ' + f.size + ' bytes'));
+    const v = versions[version.value] || versions['1.0'];
+    const turn = new Turn(name, v, entry('agent', name), onEdit);
+    const parts = [...(text ? [v.text(text)] : []), ...attached.map(v.file)];
+    const message = v.message(newID(), parts);
+    if (conv.contextId) message.contextId = conv.contextId;
+    if (conv.taskId) message.taskId = conv.taskId;
+    try {
+      await streamRPC(name, v.stream, { message }, (r) => turn.add(r),
+        { version: v.name, onRaw: (dir, t) => turn.raw(dir, t) });
+    } catch (e) {
+      turn.fail(e.message);
+    } finally {
+      send.disabled = false;
+    }
+    if (turn.contextId) conv.contextId = turn.contextId;
+    conv.taskId = turn.state === 'input-required' || turn.state === 'auth-required' ? turn.taskId : undefined;
+  });
+
+  function entry(cls, who) {
+    const li = document.createElement('li');
+    li.className = cls;
+    const head = document.createElement('div');
+    head.className = 'state';
+    head.textContent = who;
+    const body = document.createElement('div');
+    body.className = 'body';
+    li.append(head, body);
+    log.append(li);
+    li.scrollIntoView({ block: 'end' });
+    return { li, head, body };
+  }
+
+  return { setAgents };
+}
+
+// Turn renders the events of one streamed answer into its entry. While
+// the task runs, the entry has a button that cancels it (CancelTask).
+class Turn {
+  constructor(agent, version, { li, head, body }, onEdit) {
+    this.onEdit = onEdit;
+    this.agent = agent;
+    this.version = version;
+    this.li = li;
+    this.who = head.textContent;
+    this.head = document.createElement('span');
+    this.head.className = 'who';
+    this.head.textContent = this.who;
+    this.cancel = document.createElement('button');
+    this.cancel.type = 'button';
+    this.cancel.className = 'cancel';
+    this.cancel.textContent = 'Cancel';
+    this.cancel.hidden = true;
+    this.cancel.addEventListener('click', () => this.cancelTask());
+    head.replaceChildren(this.head, ' ', this.cancel);
+    this.body = body;
+    this.artifacts = new Map(); // artifactId -> element
+    const raw = document.createElement('details');
+    raw.className = 'raw';
+    const summary = document.createElement('summary');
+    summary.textContent = 'raw';
+    this.rawLog = document.createElement('div');
+    raw.append(summary, this.rawLog);
+    li.append(raw);
+  }
+
+  // raw shows one JSON text as sent or received, indented when it parses.
+  raw(dir, text) {
+    const pre = document.createElement('pre');
+    pre.className = dir;
+    let shown = text;
+    try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* as it came */ }
+    pre.textContent = (dir === 'sent' ? '→ ' : '← ') + shown;
+    this.rawLog.append(pre);
+    if (dir === 'sent' && this.onEdit) {
+      const edit = document.createElement('button');
+      edit.type = 'button';
+      edit.className = 'edit';
+      edit.textContent = 'Edit in Raw';
+      edit.addEventListener('click', () => this.onEdit(this.agent, this.version.name, text));
+      this.rawLog.append(edit);
+    }
+  }
+
+  async cancelTask() {
+    this.cancel.disabled = true;
+    try {
+      await callRPC(this.agent, this.version.cancel, { id: this.taskId },
+        { version: this.version.name, onRaw: (dir, t) => this.raw(dir, t) });
+    } catch (e) {
+      this.cancel.disabled = false;
+      this.note('cancel: ' + e.message);
+    }
+  }
+
+  add(r) {
+    if (!r) return;
+    r = as10(r);
+    if (r.task) {
+      this.ids(r.task.id, r.task.contextId);
+      this.status(r.task.status);
+      for (const a of r.task.artifacts || []) this.artifact(a, false);
+    } else if (r.statusUpdate) {
+      this.ids(r.statusUpdate.taskId, r.statusUpdate.contextId);
+      this.status(r.statusUpdate.status);
+    } else if (r.artifactUpdate) {
+      this.ids(r.artifactUpdate.taskId, r.artifactUpdate.contextId);
+      this.artifact(r.artifactUpdate.artifact, r.artifactUpdate.append);
+    } else if (r.message) {
+      this.ids(r.message.taskId, r.message.contextId);
+      this.body.append(...(r.message.parts || []).map(partBlock));
+    }
+  }
+
+  ids(taskId, contextId) {
+    if (taskId) this.taskId = taskId;
+    if (contextId) this.contextId = contextId;
+  }
+
+  status(st) {
+    if (!st) return;
+    this.state = stateName(st.state);
+    this.li.dataset.state = this.state;
+    this.head.textContent = this.who + ' · ' + this.state + (this.taskId ? ' · task ' + this.taskId : '');
+    this.cancel.hidden = !this.taskId || !['submitted', 'working'].includes(this.state);
+    if (st.message && st.message.parts) this.body.append(...st.message.parts.map(partBlock));
+  }
+
+  artifact(a, append) {
+    if (!a) return;
+    let el = this.artifacts.get(a.artifactId);
+    if (!el) {
+      el = document.createElement('div');
+      el.className = 'artifact';
+      this.artifacts.set(a.artifactId, el);
+      this.body.append(el);
+    } else if (!append) {
+      el.replaceChildren();
+    }
+    for (const part of a.parts || []) {
+      const last = el.lastElementChild;
+      if (append && typeof part.text === 'string' && last && last.matches('p.text:not(.file)')) {
+        last.append(part.text); // a chunk of the same text: a text node
+      } else {
+        el.append(partBlock(part));
+      }
+    }
+  }
+
+  fail(msg) {
+    this.li.dataset.state = 'error';
+    this.cancel.hidden = true;
+    this.note(msg);
+  }
+
+  note(msg) {
+    const p = document.createElement('p');
+    p.className = 'text error';
+    p.textContent = msg;
+    this.body.append(p);
+  }
+}

@@ -1,0 +1,141 @@
+// The fleet view: every live agent with its workers, its work queue's
+// figures, its skills and what its card says, from GET /ops/v1/fleet.
+//
+// Polling is bounded (poller.js): one request at a time, each aborted
+// after REQUEST_TIMEOUT_MS, the next one POLL_MS after the last answer
+// while the tab is visible; after a failure the wait doubles up to
+// MAX_BACKOFF_MS. A 401 stops polling until the key changes. Rows are
+// updated in place: an update rewrites only the cells that changed.
+import { getJSON, HTTPError } from './api.js';
+import { poller } from './poller.js';
+
+export const POLL_MS = 2000;
+const REQUEST_TIMEOUT_MS = 10000;
+const MAX_BACKOFF_MS = 30000;
+
+const figures = [
+  ['workers', (a) => a.workers],
+  ['pending', (a) => a.queue.pending],
+  ['in-flight', (a) => a.queue.inFlight],
+  ['redelivered', (a) => a.queue.redelivered],
+  ['dead-letters', (a) => a.queue.deadLetters],
+];
+
+export function startFleet({ body, state }, onAgents) {
+  const rows = new Map(); // agent name -> {tr, desc, cells, skills, card, cardKey}
+  const poll = poller((signal) => getJSON('ops/v1/fleet', signal), (doc) => {
+    const agents = doc.agents || [];
+    render(agents);
+    state.textContent = agents.length + ' live agents, updated ' + new Date().toLocaleTimeString();
+    state.className = '';
+  }, (err) => {
+    state.className = 'error';
+    if (err instanceof HTTPError && err.status === 401) {
+      state.textContent = 'The edge asks for an API key: enter one above.';
+      render([]);
+      return 'stop';
+    }
+    state.textContent = 'Cannot read the fleet (' + err.message + '); retrying.';
+    return 'retry';
+  }, { everyMs: POLL_MS, timeoutMs: REQUEST_TIMEOUT_MS, maxMs: MAX_BACKOFF_MS });
+
+  function render(agents) {
+    if (agents.length && !performance.getEntriesByName('a2amesh-fleet').length) {
+      performance.mark('a2amesh-fleet'); // the first fleet shown: time to first render
+    }
+    const seen = new Set();
+    agents.forEach((a, i) => {
+      seen.add(a.name);
+      let row = rows.get(a.name);
+      if (!row) {
+        row = newRow(a.name);
+        rows.set(a.name, row);
+      }
+      if (body.children[i] !== row.tr) body.insertBefore(row.tr, body.children[i] || null);
+      setText(row.desc, (a.card && a.card.description) || '');
+      for (const [cls, get] of figures) setText(row.cells[cls], String(get(a) ?? ''));
+      const card = a.card || {};
+      const key = JSON.stringify([card, a.cardCheck || null]);
+      if (key !== row.cardKey) {
+        row.cardKey = key;
+        row.skills.replaceChildren(...(card.skills || []).map(skillItem));
+        row.card.replaceChildren(...cardFacts(card, a.cardCheck));
+      }
+    });
+    for (const [name, row] of rows) {
+      if (!seen.has(name)) { row.tr.remove(); rows.delete(name); }
+    }
+    onAgents(agents.map((a) => a.name));
+  }
+
+  return {
+    // refresh polls now, as after a change of key.
+    refresh: poll.refresh,
+  };
+}
+
+function newRow(name) {
+  const tr = document.createElement('tr');
+  tr.dataset.agent = name;
+  const first = document.createElement('td');
+  const strong = document.createElement('strong');
+  strong.textContent = name;
+  const desc = document.createElement('div');
+  desc.className = 'desc';
+  const details = document.createElement('details');
+  const summary = document.createElement('summary');
+  summary.textContent = 'card';
+  const card = document.createElement('dl');
+  details.append(summary, card);
+  first.append(strong, desc, details);
+  tr.append(first);
+  const cells = {};
+  for (const [cls] of figures) {
+    const td = document.createElement('td');
+    td.className = 'num ' + cls;
+    cells[cls] = td;
+    tr.append(td);
+  }
+  const skillsTd = document.createElement('td');
+  const skills = document.createElement('ul');
+  skills.className = 'skills';
+  skillsTd.append(skills);
+  tr.append(skillsTd);
+  return { tr, desc, cells, skills, card, cardKey: '' };
+}
+
+function skillItem(s) {
+  const li = document.createElement('li');
+  li.textContent = s.name || s.id;
+  if (s.description) li.title = s.description;
+  return li;
+}
+
+// cardFacts lists what a card says besides its skills, as dt/dd pairs,
+// and for a proxy what it verified of its upstream card's signatures.
+function cardFacts(c, check) {
+  const caps = c.capabilities || {};
+  const facts = [
+    ['version', c.version],
+    ['input', (c.defaultInputModes || []).join(', ')],
+    ['output', (c.defaultOutputModes || []).join(', ')],
+    ['capabilities', ['streaming', 'pushNotifications', 'extendedAgentCard'].filter((k) => caps[k]).join(', ') || 'none'],
+    ['security', Object.keys(c.securitySchemes || {}).join(', ') || 'none'],
+    ...(c.supportedInterfaces || []).map((i) => ['interface',
+      [i.protocolBinding, i.protocolVersion, i.url, i.tenant ? 'tenant ' + i.tenant : ''].filter(Boolean).join(' ')]),
+  ];
+  if (check) {
+    facts.push(['upstream card', [check.status, (check.kids || []).join(', '), check.jku, check.error].filter(Boolean).join(' · ')]);
+  }
+  return facts.flatMap(([k, v]) => {
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v || '';
+    return [dt, dd];
+  });
+}
+
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
