@@ -66,23 +66,8 @@ func (b *Bus) countTask(owner, agent string, d int64) {
 		return
 	}
 	h := hashToken(owner)
-	c := &b.counts
-	c.mu.Lock()
-	if c.pending == nil {
-		c.pending = map[string]int64{}
-	}
-	c.pending[countSubject(h, "")] += d
-	c.pending[countSubject(h, agent)] += d
-	start := !c.scheduled
-	c.scheduled = true
-	c.mu.Unlock()
-	if start {
-		time.AfterFunc(countFlushEvery, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
-			defer cancel()
-			b.flushCounts(ctx)
-		})
-	}
+	b.countDelta(countSubject(h, ""), d)
+	b.countDelta(countSubject(h, agent), d)
 }
 
 // flushCounts writes the count changes held so far. Changes that could
@@ -137,7 +122,8 @@ func (b *Bus) flushCounts(ctx context.Context) {
 	}
 }
 
-// countDelta puts back a change to one counter for the next flush.
+// countDelta adds a change to one counter, written by the next flush
+// (countFlushEvery from the first change held).
 func (b *Bus) countDelta(subj string, d int64) {
 	c := &b.counts
 	c.mu.Lock()
