@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -256,4 +257,51 @@ func TestOpsTaskTrace(t *testing.T) {
 	require.NotEqual(t, traceID, doc.TraceID)
 	require.Empty(t, doc.Spans)
 	require.Empty(t, doc.Error)
+}
+
+// A webhook whose address the SSRF guard refuses at dial time: each
+// notification's one attempt is recorded refused, with the guard's
+// reason, and no retry.
+func TestOpsTaskPushesRefused(t *testing.T) {
+	victim := newPushReceiver(t, http.StatusOK)
+	_, port, err := net.SplitHostPort(victim.hostPort())
+	require.NoError(t, err)
+	useResolver(t, startFakeDNS(t, net.IPv4(127, 0, 0, 1)))
+	pc := edge.PushConfig{Enabled: true, Backoff: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		MaxAttempts: 3, Timeout: 3 * time.Second}
+	m := startPushMesh(t, pc)
+	task := m.sendWithPush(t, "echo", "refused hook", "http://hooks.a2amesh-test.example:"+port+"/hook")
+	m.settle(t, 3*pc.MaxBackoff, 20*time.Second)
+	n := notifiable(t, m.Bus(), task.ID)
+	var doc pushesDoc
+	readOps(t, m.URL, "/ops/v1/tasks/"+task.ID+"/pushes", &doc)
+	require.Len(t, doc.Configs, 1)
+	require.Len(t, doc.Configs[0].Attempts, n)
+	for _, a := range doc.Configs[0].Attempts {
+		require.Equal(t, "refused", a.Outcome)
+		require.Zero(t, a.Status)
+		require.NotEmpty(t, a.Error)
+		require.Nil(t, a.NextRetry)
+	}
+	require.Empty(t, victim.all())
+}
+
+// A task's deliveries, delegations and trace are its owner's: another
+// principal gets 404, as GetTask answers, and no key 401.
+func TestOpsTaskViewsAreTheOwners(t *testing.T) {
+	const alice, bob = "alice-secret-0123456789", "bob-secret-0123456789ab"
+	auth, err := edge.NewAuth(map[string][]string{"alice": {alice}, "bob": {bob}})
+	require.NoError(t, err)
+	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Auth = auth }))
+	id := opsSend(t, m.URL, "planner", "alice's; plan", alice)
+	for _, view := range []string{"pushes", "delegations", "trace"} {
+		path := "/ops/v1/tasks/" + id + "/" + view
+		code, _, body := opsGet(t, m.URL, path, alice)
+		require.Equal(t, http.StatusOK, code, "%s: %s", view, body)
+		code, _, body = opsGet(t, m.URL, path, bob)
+		require.Equal(t, http.StatusNotFound, code, view)
+		require.NotContains(t, string(body), "echo", view)
+		code, _, _ = opsGet(t, m.URL, path, "")
+		require.Equal(t, http.StatusUnauthorized, code, view)
+	}
 }
