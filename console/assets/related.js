@@ -37,7 +37,9 @@ export function related(id, onOpen) {
     quiet = ended && !waiting ? quiet + 1 : 0;
     if (quiet >= QUIET_READS) follow.stop();
   }, (err) => {
-    pushes.body.replaceChildren(line('Cannot read the push deliveries (' + err.message + ')', 'error'));
+    const msg = 'Cannot read them (' + err.message + ')';
+    pushes.body.replaceChildren(line(msg, 'error'));
+    deleg.body.replaceChildren(line(msg, 'error'));
     return err instanceof HTTPError && (err.status === 401 || err.status === 404) ? 'stop' : 'retry';
   }, { everyMs: EVERY_MS });
 
