@@ -170,6 +170,9 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 		return nil, err
 	}
 	defer sub.Close()
+	if p := m.parent; p != nil && msg.TaskID == "" {
+		m.recordDelegation(ctx, p.TaskID, agent, turn.TaskID)
+	}
 	if sub.Task.Task.Status.State.Final() {
 		return &sub.Task.Task, nil // a re-run found the delegated task settled
 	}
@@ -187,6 +190,15 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 		return nil, err
 	}
 	return &settled.Task, nil
+}
+
+// recordDelegation notes that the calling task delegated childID, so that
+// its view lists its children (bus.Delegations). It is best effort: the
+// child names its parent in its own metadata whatever happens here.
+func (m *Mesh) recordDelegation(ctx context.Context, parentID, agent, childID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = m.b.RecordDelegation(ctx, parentID, bus.Delegation{TaskID: childID, Agent: agent, Time: time.Now().UTC()})
 }
 
 // tasks is the task lifecycle Mesh calls go through.

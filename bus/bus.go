@@ -111,6 +111,8 @@ type Bus struct {
 	registry jetstream.KeyValue
 	// indexStream is the task index (index.go).
 	indexStream jetstream.Stream
+	// delegStream records which tasks each task delegated (delegations.go).
+	delegStream jetstream.Stream
 	// countStream holds the task counters, and counts this process's
 	// changes to them (counts.go).
 	countStream jetstream.Stream
@@ -194,6 +196,20 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Replicas:          c.Replicas,
 		AllowDirect:       b.allowDirect(),
 	}, {
+		Name:        StreamDelegations,
+		Description: "a2amesh: the tasks each task delegated, one entry each",
+		Subjects:    []string{subjDelegPrefix + "*"},
+		Retention:   jetstream.LimitsPolicy,
+		// An entry lives as long as the tasks it names (Retention after
+		// their last write, at most).
+		MaxAge:            c.Retention,
+		MaxMsgsPerSubject: MaxDelegations,
+		MaxMsgs:           c.MaxTasks,
+		Discard:           jetstream.DiscardOld,
+		Duplicates:        2 * failoverBudget,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+	}, {
 		Name:        StreamCounts,
 		Description: "a2amesh: how many tasks each owner has, of each agent",
 		Subjects:    []string{subjCountPrefix + ">"},
@@ -220,6 +236,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	}
 	if b.indexStream, err = b.js.Stream(ctx, StreamIndex); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamIndex, err)
+	}
+	if b.delegStream, err = b.js.Stream(ctx, StreamDelegations); err != nil {
+		return fmt.Errorf("bus: stream %s: %w", StreamDelegations, err)
 	}
 	if b.countStream, err = b.js.Stream(ctx, StreamCounts); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamCounts, err)

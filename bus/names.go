@@ -10,6 +10,8 @@ package bus
 //	A2A_COUNTS   stream, counters    a2a.count.<owner>[.<agent>]  how many tasks an owner has, of each agent (counts.go)
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	A2A_LEASES   KV, TTL             <work>                 which process does that work now (lease.go)
+//	A2A_DELEGATIONS stream, Limits   a2a.delegated.<parentTaskId>  one entry per task a task delegated (delegations.go)
+//	A2A_PUSH_LOG stream, Limits      a2a.pushlog.<taskId>.<configId>  last push delivery attempts of each config (pushlog.go; with push only)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
 //	a2a.stalled.<taskId>  core NATS  a worker could not record a task's step: the store is full (await.go)
 //	a2a.ratelimit.usage   core NATS  what each edge admitted per principal (gossip.go)
@@ -19,6 +21,9 @@ const (
 	StreamDead   = "A2A_DEAD"
 	StreamIndex  = "A2A_INDEX"
 	StreamCounts = "A2A_COUNTS"
+
+	StreamDelegations = "A2A_DELEGATIONS"
+	StreamPushLog     = "A2A_PUSH_LOG"
 
 	BucketTasks    = "A2A_TASKS"
 	BucketRegistry = "A2A_REGISTRY"
@@ -30,6 +35,8 @@ const (
 	subjCountPrefix   = "a2a.count."
 	subjControlPrefix = "a2a.control."
 	subjStalledPrefix = "a2a.stalled."
+	subjDelegPrefix   = "a2a.delegated."
+	subjPushLogPrefix = "a2a.pushlog."
 )
 
 // stalledSubject carries NoticeStoreFull for one task.

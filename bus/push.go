@@ -18,6 +18,7 @@ import (
 //	A2A_PUSH       KV                   <taskId>.<configId>   push configs (+ owner, version, first event)
 //	A2A_PUSH_OUT   stream, WorkQueue    a2a.pushout.<taskId>  one delivery job per (event, config)
 //	A2A_PUSH_KEYS  KV                   signing               the push-signing key, when not from a file
+//	A2A_PUSH_LOG   stream, Limits       a2a.pushlog.<taskId>.<configId>  last delivery attempts (pushlog.go)
 //	push_dispatch  consumer on A2A_EVENTS (AckAll): turns events into jobs
 //	push_deliver   consumer on A2A_PUSH_OUT (explicit ack): POSTs them
 const (
@@ -67,6 +68,7 @@ type PushStore struct {
 	kv      jetstream.KeyValue
 	kvState jetstream.Stream
 	out     jetstream.Stream
+	log     jetstream.Stream // the push delivery log (pushlog.go)
 }
 
 // OpenPush ensures the push bucket and the delivery stream exist.
@@ -102,7 +104,11 @@ func (b *Bus) OpenPush(ctx context.Context) (*PushStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", StreamPushOut, err)
 	}
-	return &PushStore{b: b, kv: kv, kvState: kvState, out: out}, nil
+	log, err := b.ensureStream(ctx, b.pushLogConfig())
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", StreamPushLog, err)
+	}
+	return &PushStore{b: b, kv: kv, kvState: kvState, out: out, log: log}, nil
 }
 
 // Put stores a config (creating or replacing it).

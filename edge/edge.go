@@ -76,7 +76,14 @@ type Config struct {
 	// otherwise at GET /console/. The operator API it reads (/ops/v1,
 	// ops.go) stays.
 	DisableConsole bool
-	Logger         *slog.Logger
+	// JaegerUI is the base URL of a Jaeger UI: a task's view in the
+	// console links to its trace there ("": no link).
+	JaegerUI string
+	// JaegerQuery is the base URL of Jaeger's HTTP query API: the edge
+	// reads a task's spans from it for the console's waterfall (GET
+	// /ops/v1/tasks/{id}/trace; "": none).
+	JaegerQuery string
+	Logger      *slog.Logger
 }
 
 // Edge is the HTTP handler of one edge node.

@@ -31,6 +31,7 @@ func (e *Edge) opsRoutes() {
 	}
 	e.mux.Handle("GET /ops/v1/fleet", guard(e.serveFleet))
 	e.mux.Handle("GET /ops/v1/tasks/{id}/events", guard(e.serveTaskEvents))
+	e.opsTaskRoutes(guard) // ops_task.go
 }
 
 // fleetDoc is the answer of GET /ops/v1/fleet.

@@ -136,7 +136,7 @@ func (w *clusterRegistryWatch) stop(budget time.Duration) (caughtUp, missing tim
 
 // clusterAssets are the replicated streams of the layout (KV buckets are
 // streams named KV_<bucket>).
-var clusterAssets = []string{bus.StreamWork, bus.StreamEvents, bus.StreamDead, bus.StreamIndex, bus.StreamCounts, "KV_" + bus.BucketTasks, "KV_" + bus.BucketRegistry, "KV_" + bus.BucketLeases}
+var clusterAssets = []string{bus.StreamWork, bus.StreamEvents, bus.StreamDead, bus.StreamIndex, bus.StreamCounts, bus.StreamDelegations, "KV_" + bus.BucketTasks, "KV_" + bus.BucketRegistry, "KV_" + bus.BucketLeases}
 
 // clusterNode is one nats-server of the cluster: embedded in this process,
 // or (bin set) an `a2amesh nats` child process, so it can be SIGKILLed.

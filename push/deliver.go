@@ -129,6 +129,9 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 		attempt = meta.NumDelivered
 	}
 	log := d.log.With("task_id", job.TaskID, "push_config", job.ConfigID, "seq", job.Seq, "attempt", attempt)
+	// posted, when set, is the attempt a POST made: retry records its
+	// outcome in the push log.
+	var posted *bus.PushAttempt
 	retry := func(why string, err error) {
 		if ctx.Err() != nil {
 			_ = m.Nak() // this deliverer is stopping: another one retries at once
@@ -137,12 +140,14 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 		if int(attempt) >= d.cfg.MaxAttempts {
 			log.Error("push: notification not delivered; giving up", "reason", why, "err", err, "attempts", attempt)
 			d.cfg.Metrics.PushDelivery(metrics.PushGaveUp)
+			d.record(ctx, &job, posted, bus.PushGaveUp, 0)
 			_ = m.Term()
 			return
 		}
 		wait := d.backoff(attempt)
 		log.Warn("push: delivery failed; will retry", "reason", why, "err", err, "retry_in", wait)
 		d.cfg.Metrics.PushDelivery(metrics.PushRetried)
+		d.record(ctx, &job, posted, bus.PushFailed, wait)
 		_ = m.NakWithDelay(wait)
 	}
 	var rec *bus.PushRecord
@@ -195,19 +200,48 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	}
 	status, err := d.post(pctx, rec, body)
 	endPushSpan(span, status, err)
+	posted = &bus.PushAttempt{Seq: job.Seq, Attempt: attempt, Time: time.Now().UTC(), Status: status}
+	if err != nil {
+		posted.Error = err.Error()
+	}
 	switch {
 	case err == nil && status/100 == 2:
 		log.Debug("push: delivered", "status", status)
 		d.cfg.Metrics.PushDelivery(metrics.PushDelivered)
+		d.record(ctx, &job, posted, bus.PushDelivered, 0)
 		_ = m.Ack()
 	case errors.Is(err, ssrf.ErrBlocked):
 		log.Warn("push: webhook address refused by the SSRF guard; not delivered", "err", err)
 		d.cfg.Metrics.PushDelivery(metrics.PushGaveUp)
+		d.record(ctx, &job, posted, bus.PushRefused, 0)
 		_ = m.Term()
 	case err != nil:
 		retry("transport", err)
 	default:
 		retry("HTTP status "+http.StatusText(status), nil)
+	}
+}
+
+// recordTimeout bounds the write of one push log entry.
+const recordTimeout = 2 * time.Second
+
+// record writes what became of a POST (a, nil when no POST was made) to
+// the push log: outcome, and for a retried one when it is tried again
+// (retryIn from now). It is best effort: the notification's fate does not
+// depend on it, and a log entry that cannot be written is only logged.
+func (d *Deliverer) record(ctx context.Context, job *bus.PushJob, a *bus.PushAttempt, outcome string, retryIn time.Duration) {
+	if a == nil {
+		return
+	}
+	a.Outcome = outcome
+	if retryIn > 0 {
+		next := a.Time.Add(retryIn)
+		a.NextRetry = &next
+	}
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	if err := d.kv.RecordAttempt(ctx, job.TaskID, job.ConfigID, *a); err != nil {
+		d.log.Debug("push: delivery attempt not recorded", "task_id", job.TaskID, "push_config", job.ConfigID, "err", err)
 	}
 }
 

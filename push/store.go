@@ -217,6 +217,12 @@ func (s *Store) List(ctx context.Context, taskID string) ([]*bus.PushRecord, err
 	return s.kv.List(ctx, taskID)
 }
 
+// Attempts returns the last delivery attempts of a task's config (the
+// push log, at most bus.PushLogDepth), oldest first.
+func (s *Store) Attempts(ctx context.Context, taskID, configID string) ([]bus.PushAttempt, error) {
+	return s.kv.Attempts(ctx, taskID, configID)
+}
+
 // Delete deletes a config of a task (deleting one that is not there is
 // not an error). Its deliveries still queued are dropped.
 func (s *Store) Delete(ctx context.Context, taskID, configID string) error {

@@ -33,6 +33,33 @@ func TestConsoleFlagConfig(t *testing.T) {
 	}
 }
 
+// --jaeger-ui and --jaeger-query take a base URL (a trailing slash
+// dropped); anything else is refused, naming the flag.
+func TestJaegerFlagsConfig(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	parse := func(args ...string) (ui, query string, err error) {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		ef := addEdgeFlags(fs, "")
+		require.NoError(t, fs.Parse(args))
+		cfg, err := ef.config(log, metrics.New)
+		return cfg.JaegerUI, cfg.JaegerQuery, err
+	}
+	ui, query, err := parse()
+	require.NoError(t, err)
+	require.Empty(t, ui)
+	require.Empty(t, query)
+	ui, query, err = parse("--jaeger-ui", "http://127.0.0.1:16686/", "--jaeger-query", "http://jaeger:16686")
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:16686", ui)
+	require.Equal(t, "http://jaeger:16686", query)
+	for _, bad := range []string{"127.0.0.1:16686", "javascript:alert(1)", "ftp://h/"} {
+		_, _, err = parse("--jaeger-ui", bad)
+		require.ErrorContains(t, err, "invalid --jaeger-ui", bad)
+		_, _, err = parse("--jaeger-query", bad)
+		require.ErrorContains(t, err, "invalid --jaeger-query", bad)
+	}
+}
+
 // `dev --console=false` serves no console: /console/ is 404 while the
 // mesh serves its agents.
 func TestDevConsoleOff(t *testing.T) {

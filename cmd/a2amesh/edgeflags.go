@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ type edgeFlags struct {
 	push                                  *pushFlags
 	metrics                               *bool
 	console                               *bool
+	jaegerUI, jaegerQuery                 *string
 	lostGrace                             *time.Duration
 	blockingTimeout                       *time.Duration
 }
@@ -93,6 +95,8 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop when its fate is unknown (its NATS node died, paused or was cut off): sends wait in its queue instead of failing with unknown agent; a worker known to have crashed is refused at once; 0 turns it off (env A2AMESH_LOST_GRACE)"),
 		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
 		console:         fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
+		jaegerUI:        fs.String("jaeger-ui", envOr("A2AMESH_JAEGER_UI", ""), "base URL of a Jaeger UI (e.g. http://127.0.0.1:16686): the console's task view links to the task's trace there (env A2AMESH_JAEGER_UI; default: no link)"),
+		jaegerQuery:     fs.String("jaeger-query", envOr("A2AMESH_JAEGER_QUERY", ""), "base URL of Jaeger's HTTP query API (e.g. http://127.0.0.1:16686): the edge reads a task's spans from it for the console's trace waterfall, GET /ops/v1/tasks/{id}/trace (env A2AMESH_JAEGER_QUERY; default: no waterfall)"),
 		metrics:         fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
 }
@@ -116,6 +120,20 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	}
 	if c.IdempotencyWindow <= 0 {
 		c.IdempotencyWindow = -1 // off
+	}
+	for _, j := range []struct {
+		flag string
+		dst  *string
+		val  string
+	}{{"--jaeger-ui", &c.JaegerUI, *f.jaegerUI}, {"--jaeger-query", &c.JaegerQuery, *f.jaegerQuery}} {
+		v := strings.TrimRight(strings.TrimSpace(j.val), "/")
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("invalid %s %q: want a base URL such as http://127.0.0.1:16686", j.flag, j.val)
+		}
+		*j.dst = v
 	}
 	c.BlockingTimeout = *f.blockingTimeout
 	if c.BlockingTimeout <= 0 {

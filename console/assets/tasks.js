@@ -13,6 +13,7 @@
 import { callRPC, getJSON, HTTPError } from './api.js';
 import { poller } from './poller.js';
 import { stateName, messageText, partBlock, terminal } from './parts.js';
+import { related } from './related.js';
 
 const POLL_MS = 3000;
 // FOLLOW_MS is how often an open task that runs is asked for new events;
@@ -27,6 +28,7 @@ export function startTasks(el) {
   let shown = false;
   let openID = '';
   let follow = null; // the poller of the open task's log
+  let rel = null; // the open task's deliveries, delegations and trace (related.js)
 
   const filter = () => ({
     agent: el.agent.value,
@@ -91,17 +93,21 @@ export function startTasks(el) {
     }
   }
 
-  // open shows one task: its state, messages and artifacts.
-  async function open(id) {
+  // open shows one task: its state, messages and artifacts; agent is the
+  // endpoint it is read from ("": /a2a, which finds any of the caller's
+  // tasks, as for a task opened from another one's links).
+  async function open(id, agent = el.agent.value) {
     if (follow) follow.stop();
     follow = null;
+    if (rel) rel.stop();
+    rel = null;
     openID = id;
     el.detail.hidden = false;
     el.detailTitle.textContent = 'Task ' + id;
     el.detailBody.replaceChildren(line('loading…'));
     let t;
     try {
-      t = await callRPC(el.agent.value, 'GetTask', { id, historyLength: 100 });
+      t = await callRPC(agent, 'GetTask', { id, historyLength: 100 });
     } catch (e) {
       if (openID === id) el.detailBody.replaceChildren(line('Cannot read the task: ' + e.message, 'error'));
       return;
@@ -124,8 +130,8 @@ export function startTasks(el) {
       cancel.addEventListener('click', async () => {
         cancel.disabled = true;
         try {
-          await callRPC(el.agent.value, 'CancelTask', { id });
-          open(id);
+          await callRPC(agent, 'CancelTask', { id });
+          open(id, agent);
         } catch (e) {
           cancel.disabled = false;
           facts.textContent += ' · cancel: ' + e.message;
@@ -149,6 +155,9 @@ export function startTasks(el) {
       div.append(line(a.name || a.artifactId, 'role'), ...(a.parts || []).map(partBlock));
       parts.push(div);
     }
+    rel = related(id, (other) => open(other, ''));
+    rel.ended(terminal(stateName(st.state)));
+    parts.push(...rel.nodes);
     const timeline = document.createElement('ol');
     timeline.className = 'timeline';
     parts.push(heading('Timeline'), timeline);
@@ -178,6 +187,7 @@ export function startTasks(el) {
       if (terminal(state || stateName(doc.state)) && !doc.more) {
         if (cancel) cancel.hidden = true;
         timeline.dataset.complete = 'true';
+        if (rel) rel.ended(true);
         follow.stop();
       }
     }, (err) => {
@@ -196,6 +206,8 @@ export function startTasks(el) {
     openID = '';
     if (follow) follow.stop();
     follow = null;
+    if (rel) rel.stop();
+    rel = null;
     el.detail.hidden = true;
   });
 
