@@ -18,7 +18,7 @@ import (
 
 // MetaParent is the metadata key under which a delegated task's work
 // carries the task that delegated it: {"taskId", "contextId", "agent"}.
-const MetaParent = "a2amesh.parent"
+const MetaParent = bus.MetaParent
 
 // Errors of Mesh calls.
 var (

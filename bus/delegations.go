@@ -14,7 +14,7 @@ import (
 // The delegation record: for each task, the tasks it delegated to other
 // agents through the mesh (agentrt's Mesh.Send), so that a task's view
 // lists its children without scanning tasks. A child names its parent in
-// its own metadata (agentrt.MetaParent); this is the other direction.
+// its own metadata (MetaParent); this is the other direction.
 // Stream StreamDelegations, one subject per parent task
 // (a2a.delegated.<parentTaskId>), an entry per child.
 
@@ -81,3 +81,8 @@ func (b *Bus) Delegations(ctx context.Context, parentID string, max int) (out []
 	}
 	return out, true, nil
 }
+
+// MetaParent is the metadata key under which a delegated task names the
+// task that delegated it: {"taskId", "contextId", "agent"} (set by the
+// agent runtime, agentrt.MetaParent; read by the edge's operator API).
+const MetaParent = "a2amesh.parent"

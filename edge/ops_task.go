@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/tracing"
@@ -121,7 +120,7 @@ const maxChildren = 200
 type taskDelegationsDoc struct {
 	TaskID string `json:"taskId"`
 	// Parent is the task that delegated this one (from its metadata,
-	// agentrt.MetaParent); absent for a task a client sent.
+	// bus.MetaParent); absent for a task a client sent.
 	Parent *taskLink `json:"parent,omitempty"`
 	// Children are the tasks this one delegated, in the order it did.
 	Children []taskLink `json:"children"`
@@ -170,7 +169,7 @@ func (e *Edge) serveTaskDelegations(w http.ResponseWriter, r *http.Request) {
 
 // parentOf reads the delegating task from t's metadata, nil if none.
 func parentOf(t *a2a.Task) *taskLink {
-	p, ok := t.Metadata[agentrt.MetaParent].(map[string]any)
+	p, ok := t.Metadata[bus.MetaParent].(map[string]any)
 	if !ok {
 		return nil
 	}
