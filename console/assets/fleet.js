@@ -1,5 +1,6 @@
 // The fleet view: every live agent with its workers, its work queue's
-// figures, its skills and what its card says, from GET /ops/v1/fleet.
+// figures, its newest dead letters, its skills, what its card says and
+// the card's checks against the specification, from GET /ops/v1/fleet.
 //
 // Polling is bounded (poller.js): one request at a time, each aborted
 // after REQUEST_TIMEOUT_MS, the next one POLL_MS after the last answer
@@ -55,11 +56,17 @@ export function startFleet({ body, state }, onAgents) {
       setText(row.desc, (a.card && a.card.description) || '');
       for (const [cls, get] of figures) setText(row.cells[cls], String(get(a) ?? ''));
       const card = a.card || {};
-      const key = JSON.stringify([card, a.cardCheck || null]);
+      const key = JSON.stringify([card, a.cardCheck || null, a.cardIssues || []]);
       if (key !== row.cardKey) {
         row.cardKey = key;
         row.skills.replaceChildren(...(card.skills || []).map(skillItem));
         row.card.replaceChildren(...cardFacts(card, a.cardCheck));
+        showIssues(row, a.cardIssues || []);
+      }
+      const failures = JSON.stringify(a.failures || []);
+      if (failures !== row.failuresKey) {
+        row.failuresKey = failures;
+        row.failures.replaceChildren(...(a.failures || []).map(failureItem));
       }
     });
     for (const [name, row] of rows) {
@@ -87,7 +94,13 @@ function newRow(name) {
   summary.textContent = 'card';
   const card = document.createElement('dl');
   details.append(summary, card);
-  first.append(strong, desc, details);
+  const checks = document.createElement('details');
+  checks.className = 'checks';
+  const checksSummary = document.createElement('summary');
+  const issues = document.createElement('ul');
+  issues.className = 'card-issues';
+  checks.append(checksSummary, issues);
+  first.append(strong, desc, details, checks);
   tr.append(first);
   const cells = {};
   for (const [cls] of figures) {
@@ -96,12 +109,53 @@ function newRow(name) {
     cells[cls] = td;
     tr.append(td);
   }
+  const failuresTd = document.createElement('td');
+  const failures = document.createElement('ul');
+  failures.className = 'failures';
+  failuresTd.append(failures);
+  tr.append(failuresTd);
   const skillsTd = document.createElement('td');
   const skills = document.createElement('ul');
   skills.className = 'skills';
   skillsTd.append(skills);
   tr.append(skillsTd);
-  return { tr, desc, cells, skills, card, cardKey: '' };
+  return {
+    tr, desc, cells, skills, card, cardKey: '', checksSummary, issues, failures, failuresKey: '',
+  };
+}
+
+// showIssues shows the card's checks: a count of errors and warnings,
+// and each issue with its field, as text.
+function showIssues(row, issues) {
+  const errors = issues.filter((i) => i.severity === 'error').length;
+  const warnings = issues.length - errors;
+  const counts = [];
+  if (errors) counts.push(errors + (errors === 1 ? ' error' : ' errors'));
+  if (warnings) counts.push(warnings + (warnings === 1 ? ' warning' : ' warnings'));
+  row.checksSummary.textContent = 'checks: ' + (counts.join(', ') || 'the card passes');
+  row.checksSummary.className = errors ? 'bad' : '';
+  row.issues.replaceChildren(...issues.map((i) => {
+    const li = document.createElement('li');
+    li.className = i.severity === 'error' ? 'error' : 'warning';
+    const field = document.createElement('code');
+    field.textContent = i.field || 'card';
+    li.append(i.severity + ' ', field, ': ' + i.message);
+    return li;
+  }));
+}
+
+// failureItem is one dead letter: when, why, and its task.
+function failureItem(f) {
+  const li = document.createElement('li');
+  const when = new Date(f.time);
+  li.title = f.time;
+  li.append(when.toLocaleTimeString() + ' · ' + f.reason);
+  if (f.taskId) {
+    const id = document.createElement('code');
+    id.textContent = f.taskId;
+    li.append(' · task ', id);
+  }
+  return li;
 }
 
 function skillItem(s) {
