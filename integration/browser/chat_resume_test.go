@@ -1,0 +1,140 @@
+package browser
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
+)
+
+// cutProxy stands between the browser and the edge: a reverse proxy on
+// loopback whose connections from the browser the test can cut, as a
+// network that drops them would, and which answers 503 to everything
+// while down is set, as an edge that does not come back.
+type cutProxy struct {
+	*httptest.Server
+	down atomic.Bool
+}
+
+func newCutProxy(t *testing.T, edgeURL string) *cutProxy {
+	t.Helper()
+	u, err := url.Parse(edgeURL)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1 // server-sent events pass at once
+	p := &cutProxy{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.down.Load() {
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// A chat's stream cut while slow works resumes: the console subscribes
+// again to the task with Last-Event-ID, the id of the last event shown,
+// and shows the rest, every chunk once, in 1.0 (SubscribeToTask, cut
+// twice) and 0.3 (tasks/resubscribe). On the wire too: the chunks
+// received are each chunk once, and no resumed stream starts again with
+// the task's snapshot.
+func TestConsoleBrowserChatResumes(t *testing.T) {
+	m := meshtest.Start(t)
+	proxy := newCutProxy(t, m.URL)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(proxy.URL + "/console/"))
+
+	const chunks = 8
+	for i, tc := range []struct {
+		version, resubscribe string
+		cutAt                []int
+	}{
+		{"1.0", "SubscribeToTask", []int{2, 5}},
+		{"0.3", "tasks/resubscribe", []int{3}},
+	} {
+		n := i + 1
+		b.sendIn(tc.version, "slow", fmt.Sprintf("chunks=%d delay=250ms", chunks))
+		for j, at := range tc.cutAt {
+			b.waitFor(fmt.Sprintf("chunk %d", at), fmt.Sprintf(`(() => {
+				const li = document.querySelectorAll('#chat-log li.agent')[%d];
+				const a = li && li.querySelector('.artifact');
+				return !!a && a.textContent.includes('chunk %d/%d'); })()`, i, at, chunks))
+			proxy.CloseClientConnections()
+			b.waitFor(fmt.Sprintf("resume %d", j+1), fmt.Sprintf(
+				`(document.querySelectorAll('#chat-log li.agent')[%d].dataset.resumes || '') === '%d'`, i, j+1))
+		}
+		b.waitEnd(n)
+		var got struct {
+			State, Text, Note string
+			Sent              []string
+			Received          []string
+		}
+		b.eval(fmt.Sprintf(`(() => { const li = document.querySelectorAll('#chat-log li.agent')[%d];
+			return {state: li.dataset.state, text: li.querySelector('.artifact').textContent,
+				note: (li.querySelector('.resume') || {}).textContent || '',
+				sent: Array.from(li.querySelectorAll('details.raw pre.sent'), (p) => p.textContent),
+				received: Array.from(li.querySelectorAll('details.raw pre.received'), (p) => p.textContent)}; })()`, i), &got)
+		require.Equal(t, "completed", got.State, tc.version)
+		var want strings.Builder
+		for c := 1; c <= chunks; c++ {
+			fmt.Fprintf(&want, "chunk %d/%d\n", c, chunks)
+		}
+		require.Equal(t, want.String(), got.Text, "%s: every chunk once, in order", tc.version)
+		require.Contains(t, got.Note, "resuming after event ", tc.version)
+
+		// What went: the send, then one resubscribe per cut, each after
+		// the id of the last event received before it.
+		require.Len(t, got.Sent, 1+len(tc.cutAt), "%s: %q", tc.version, got.Sent)
+		for _, s := range got.Sent[1:] {
+			require.True(t, strings.HasPrefix(s, "→ Last-Event-ID: "), s)
+			require.Contains(t, s, `"`+tc.resubscribe+`"`)
+		}
+		// What came: each chunk once, and one snapshot (the first event).
+		var texts []string
+		snapshots := 0
+		for _, r := range got.Received {
+			for c := 1; c <= chunks; c++ {
+				if strings.Contains(r, fmt.Sprintf(`"chunk %d/%d\n"`, c, chunks)) {
+					texts = append(texts, fmt.Sprint(c))
+				}
+			}
+			if strings.Contains(r, `"kind": "task"`) || strings.Contains(r, `"task": {`) {
+				snapshots++
+			}
+		}
+		require.Equal(t, strings.Fields("1 2 3 4 5 6 7 8"), texts, "%s: each chunk received once", tc.version)
+		require.Equal(t, 1, snapshots, "%s: the resumed streams carry no snapshot", tc.version)
+	}
+	b.noCSPViolations()
+}
+
+// With the edge gone for good, the console stops resuming after its
+// bounded tries and says so.
+func TestConsoleBrowserChatResumeGivesUp(t *testing.T) {
+	m := meshtest.Start(t)
+	proxy := newCutProxy(t, m.URL)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(proxy.URL + "/console/"))
+	b.send("slow", "chunks=100 delay=200ms")
+	b.waitFor("the first chunk", `(document.querySelector('#chat-log li.agent .artifact') || {}).textContent === 'chunk 1/100\n'`)
+	// Every request from now on fails: the proxy answers 503.
+	proxy.down.Store(true)
+	proxy.CloseClientConnections()
+	b.waitEnd(1)
+	var got struct{ State, Text string }
+	b.eval(`(() => { const li = document.querySelector('#chat-log li.agent');
+		return {state: li.dataset.state, text: li.querySelector('.body').textContent}; })()`, &got)
+	require.Equal(t, "error", got.State)
+	require.Contains(t, got.Text, "5 tries to resume it failed")
+}
