@@ -7,12 +7,15 @@
 // while the tab is visible; after a failure the wait doubles up to
 // MAX_BACKOFF_MS. A 401 stops polling until the key changes. Rows are
 // updated in place: an update rewrites only the cells that changed.
-import { getJSON, HTTPError } from './api.js';
+import { getJSON, callRPC, HTTPError } from './api.js';
 import { poller } from './poller.js';
+import { messageText } from './parts.js';
 
 export const POLL_MS = 2000;
 const REQUEST_TIMEOUT_MS = 10000;
 const MAX_BACKOFF_MS = 30000;
+// FAILED_TASKS bounds the failed tasks an agent's row lists when asked.
+const FAILED_TASKS = 5;
 
 const figures = [
   ['workers', (a) => a.workers],
@@ -112,7 +115,19 @@ function newRow(name) {
   const failuresTd = document.createElement('td');
   const failures = document.createElement('ul');
   failures.className = 'failures';
-  failuresTd.append(failures);
+  // The agent's newest failed tasks: read when opened (ListTasks on the
+  // agent's endpoint, status failed), not polled.
+  const failed = document.createElement('details');
+  failed.className = 'failed-tasks';
+  const failedSummary = document.createElement('summary');
+  failedSummary.textContent = 'failed tasks';
+  const failedList = document.createElement('ul');
+  failedList.className = 'failed-list';
+  failed.append(failedSummary, failedList);
+  failed.addEventListener('toggle', () => {
+    if (failed.open) loadFailed(name, failedSummary, failedList);
+  });
+  failuresTd.append(failures, failed);
   tr.append(failuresTd);
   const skillsTd = document.createElement('td');
   const skills = document.createElement('ul');
@@ -142,6 +157,42 @@ function showIssues(row, issues) {
     li.append(i.severity + ' ', field, ': ' + i.message);
     return li;
   }));
+}
+
+// loadFailed lists the newest failed tasks of agent name, as ListTasks
+// answers it: the caller's own, at most FAILED_TASKS, newest first; it
+// looks at a bounded number of the agent's tasks (the edge's bound).
+async function loadFailed(name, summary, list) {
+  summary.textContent = 'failed tasks: reading…';
+  const ctl = new AbortController();
+  const abort = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
+  try {
+    const res = await callRPC(name, 'ListTasks',
+      { status: 'TASK_STATE_FAILED', pageSize: FAILED_TASKS, historyLength: 0 }, { signal: ctl.signal });
+    const tasks = res.tasks || [];
+    list.replaceChildren(...tasks.map(failedItem));
+    summary.textContent = 'failed tasks: ' + (tasks.length ? 'the newest ' + tasks.length : 'none');
+  } catch (e) {
+    summary.textContent = 'failed tasks: cannot read them (' + e.message + ')';
+  } finally {
+    clearTimeout(abort);
+  }
+}
+
+// failedItem is one failed task: when, its id and its status message.
+function failedItem(t) {
+  const li = document.createElement('li');
+  const st = t.status || {};
+  if (st.timestamp) {
+    li.title = st.timestamp;
+    li.append(new Date(st.timestamp).toLocaleTimeString() + ' · ');
+  }
+  const id = document.createElement('code');
+  id.textContent = t.id;
+  li.append('task ', id);
+  const text = st.message ? messageText(st.message) : '';
+  if (text) li.append(' · ' + text);
+  return li;
 }
 
 // failureItem is one dead letter: when, why, and its task.

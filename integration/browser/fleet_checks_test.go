@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/registry"
 )
@@ -20,8 +21,9 @@ import (
 // without tags or a mode that is no media type is an error, a
 // documentation URL that is not absolute a warning; the mesh's own cards
 // pass) and an agent's newest dead letters with their reasons, live: a
-// letter recorded while the page is open appears at the next poll. What
-// the card says is shown as text.
+// letter recorded while the page is open appears at the next poll; and,
+// when asked, its newest failed tasks. What the card and the agent say is
+// shown as text.
 func TestConsoleBrowserFleetChecksAndFailures(t *testing.T) {
 	m := meshtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,5 +78,45 @@ func TestConsoleBrowserFleetChecksAndFailures(t *testing.T) {
 	require.NoError(t, err, title)
 	require.WithinDuration(t, time.Now(), when, time.Minute)
 	require.True(t, strings.HasPrefix(b.text(`#fleet-body tr[data-agent="echo"] .checks summary`), "checks: "), "echo has checks")
+
+	// An agent's failed tasks, read when asked: the newest first, with
+	// their status messages, as text.
+	wctx, stop := context.WithCancel(context.Background())
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: failer{}, Name: "failer", Logger: slog.New(slog.DiscardHandler)}).Run(wctx)
+	}()
+	t.Cleanup(func() { stop(); <-wdone })
+	b.waitFor("failer listed", `!!document.querySelector('#fleet-body tr[data-agent="failer"]')`)
+	first := sendTask(t, m.URL, "failer", "one", false)
+	sendTask(t, m.URL, "echo", "fine", false)
+	second := sendTask(t, m.URL, "failer", "two", false)
+	b.do(chromedp.Click(chromedp.CSS(`#fleet-body tr[data-agent="failer"] .failed-tasks summary`)))
+	b.waitFor("failer's failed tasks", `(document.querySelector('#fleet-body tr[data-agent="failer"] .failed-tasks summary') || {}).textContent === 'failed tasks: the newest 2'`)
+	var items []string
+	b.eval(`Array.from(document.querySelectorAll('#fleet-body tr[data-agent="failer"] .failed-list li'), (li) => li.textContent)`, &items)
+	require.Len(t, items, 2)
+	require.Contains(t, items[0], "task "+second+" · failed on two: "+xss)
+	require.Contains(t, items[1], "task "+first+" · failed on one: "+xss)
+	b.eval(`document.querySelectorAll('#fleet-body img, #fleet-body script').length`, &n)
+	require.Zero(t, n, "a status message is text")
+	b.do(chromedp.Click(chromedp.CSS(`#fleet-body tr[data-agent="echo"] .failed-tasks summary`)))
+	b.waitFor("echo has none", `(document.querySelector('#fleet-body tr[data-agent="echo"] .failed-tasks summary') || {}).textContent === 'failed tasks: none'`)
 	b.noCSPViolations()
+}
+
+// failer fails every task, with a message that would be markup.
+type failer struct{}
+
+func (failer) Card() a2a.AgentCard {
+	return a2a.AgentCard{Name: "failer", Description: "fails", Version: "1.0.0"}
+}
+
+func (failer) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWriter) error {
+	text := ""
+	for _, p := range req.Message.Parts {
+		text += p.Text
+	}
+	return w.Fail("failed on " + text + ": " + xss)
 }
