@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -46,7 +47,8 @@ func newCutProxy(t *testing.T, edgeURL string) *cutProxy {
 // A chat's stream cut while slow works resumes: the console subscribes
 // again to the task with Last-Event-ID, the id of the last event shown,
 // and shows the rest, every chunk once, in 1.0 (SubscribeToTask, cut
-// twice) and 0.3 (tasks/resubscribe). On the wire too: the chunks
+// twice, the second time with the edge away for 1.2 s: the first tries
+// fail with 503 and a later one resumes) and 0.3 (tasks/resubscribe). On the wire too: the chunks
 // received are each chunk once, and no resumed stream starts again with
 // the task's snapshot.
 func TestConsoleBrowserChatResumes(t *testing.T) {
@@ -56,23 +58,34 @@ func TestConsoleBrowserChatResumes(t *testing.T) {
 	b.do(chromedp.Navigate(proxy.URL + "/console/"))
 
 	const chunks = 8
+	type cut struct {
+		at      int           // after the chunk at
+		downFor time.Duration // the edge unreachable (503) this long
+	}
 	for i, tc := range []struct {
 		version, resubscribe string
-		cutAt                []int
+		cuts                 []cut
 	}{
-		{"1.0", "SubscribeToTask", []int{2, 5}},
-		{"0.3", "tasks/resubscribe", []int{3}},
+		{"1.0", "SubscribeToTask", []cut{{2, 0}, {5, 1200 * time.Millisecond}}},
+		{"0.3", "tasks/resubscribe", []cut{{3, 0}}},
 	} {
 		n := i + 1
 		b.sendIn(tc.version, "slow", fmt.Sprintf("chunks=%d delay=250ms", chunks))
-		for j, at := range tc.cutAt {
-			b.waitFor(fmt.Sprintf("chunk %d", at), fmt.Sprintf(`(() => {
+		tries := 1
+		for j, c := range tc.cuts {
+			b.waitFor(fmt.Sprintf("chunk %d", c.at), fmt.Sprintf(`(() => {
 				const li = document.querySelectorAll('#chat-log li.agent')[%d];
 				const a = li && li.querySelector('.artifact');
-				return !!a && a.textContent.includes('chunk %d/%d'); })()`, i, at, chunks))
+				return !!a && a.textContent.includes('chunk %d/%d'); })()`, i, c.at, chunks))
+			if c.downFor > 0 {
+				proxy.down.Store(true)
+				tries++ // at least one try answered 503
+			}
 			proxy.CloseClientConnections()
 			b.waitFor(fmt.Sprintf("resume %d", j+1), fmt.Sprintf(
 				`(document.querySelectorAll('#chat-log li.agent')[%d].dataset.resumes || '') === '%d'`, i, j+1))
+			time.Sleep(c.downFor)
+			proxy.down.Store(false)
 		}
 		b.waitEnd(n)
 		var got struct {
@@ -93,9 +106,14 @@ func TestConsoleBrowserChatResumes(t *testing.T) {
 		require.Equal(t, want.String(), got.Text, "%s: every chunk once, in order", tc.version)
 		require.Contains(t, got.Note, "resuming after event ", tc.version)
 
-		// What went: the send, then one resubscribe per cut, each after
-		// the id of the last event received before it.
-		require.Len(t, got.Sent, 1+len(tc.cutAt), "%s: %q", tc.version, got.Sent)
+		// What went: the send, then a resubscribe per cut (more while
+		// the edge was away), each after the id of the last event
+		// received before it.
+		if tries == 1 {
+			require.Len(t, got.Sent, 1+len(tc.cuts), "%s: %q", tc.version, got.Sent)
+		} else {
+			require.Greater(t, len(got.Sent), len(tc.cuts)+1, "%s: tries that failed while the edge was away: %q", tc.version, got.Sent)
+		}
 		for _, s := range got.Sent[1:] {
 			require.True(t, strings.HasPrefix(s, "→ Last-Event-ID: "), s)
 			require.Contains(t, s, `"`+tc.resubscribe+`"`)
