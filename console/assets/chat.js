@@ -11,8 +11,10 @@
 // RESUME_TRIES times, waiting RESUME_FIRST_MS, then twice as long each
 // time up to RESUME_MAX_MS; an event received starts the count again. An
 // answer of the edge that is not a passing fault (a JSON-RPC error other
-// than -32000, 400, 401, 403, 404) ends it, as does a drop before the
-// first event (no task to resume).
+// than -32000, or an HTTP status other than 429 and 5xx) ends it. A send
+// that fails so before its first event is sent again as it was, with the
+// same messageId: the mesh answers a repeated messageId with the task the
+// first one started, so nothing is sent twice.
 //
 // What an agent sends is untrusted: it is only ever set as textContent,
 // never parsed as HTML.
@@ -166,7 +168,6 @@ export function startChat({ form, agent, version, input, files, send, reset, log
       if (turn.ended()) return;
       if (err && !resumable(err)) { turn.fail(err.message); return; }
       const why = err ? err.message : 'the stream ended before the task did';
-      if (!turn.taskId || !lastEventId) { turn.fail(why); return; }
       if (++tries > RESUME_TRIES) {
         turn.fail('the stream dropped (' + why + ') and ' + RESUME_TRIES + ' tries to resume it failed');
         return;
@@ -174,8 +175,13 @@ export function startChat({ form, agent, version, input, files, send, reset, log
       turn.resuming(lastEventId, tries, why);
       await sleep(wait);
       wait = Math.min(wait * 2, RESUME_MAX_MS);
-      method = v.resubscribe;
-      params = { id: turn.taskId };
+      if (turn.taskId && lastEventId) {
+        method = v.resubscribe;
+        params = { id: turn.taskId };
+      }
+      // Else nothing was shown yet: the send goes again as it was, the
+      // same messageId, which the mesh answers with the task the first
+      // send started, if it got that far.
     }
   }
 
@@ -326,7 +332,8 @@ class Turn {
     }
     this.resumes = (this.resumes || 0) + (n === 1 ? 1 : 0);
     this.li.dataset.resumes = String(this.resumes);
-    this.resumeNote.textContent = 'stream dropped (' + why + '); resuming after event ' + id +
+    this.resumeNote.textContent = 'stream dropped (' + why + '); ' +
+      (id ? 'resuming after event ' + id : 'sending again, the same message') +
       (n > 1 ? ', try ' + n + ' of ' + RESUME_TRIES : '') + ' · ' + this.resumes + (this.resumes === 1 ? ' resume' : ' resumes');
   }
 

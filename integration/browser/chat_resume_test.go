@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,10 @@ import (
 type cutProxy struct {
 	*httptest.Server
 	down atomic.Bool
+	// lose, when set, makes the proxy pass the next streaming send to
+	// the edge and lose its answer: the browser's connection is cut
+	// before any of it arrives.
+	lose atomic.Bool
 }
 
 func newCutProxy(t *testing.T, edgeURL string) *cutProxy {
@@ -37,6 +42,16 @@ func newCutProxy(t *testing.T, edgeURL string) *cutProxy {
 		if p.down.Load() {
 			http.Error(w, "gone", http.StatusServiceUnavailable)
 			return
+		}
+		if r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream") && p.lose.CompareAndSwap(true, false) {
+			rp.ServeHTTP(httptest.NewRecorder(), r) // the edge answers; nobody hears it
+			// The browser gets the stream's head, then the connection
+			// breaks. (Cut before any byte, Chromium would send the
+			// request again by itself on a fresh connection.)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -155,4 +170,55 @@ func TestConsoleBrowserChatResumeGivesUp(t *testing.T) {
 		return {state: li.dataset.state, text: li.querySelector('.body').textContent}; })()`, &got)
 	require.Equal(t, "error", got.State)
 	require.Contains(t, got.Text, "5 tries to resume it failed")
+}
+
+// A send whose answer is lost before its first event (the edge got it,
+// the connection broke) goes again as it was, with the same messageId:
+// the mesh answers it with the task the first send started, so the agent
+// ran once and the answer shows once.
+func TestConsoleBrowserChatSendRepeated(t *testing.T) {
+	m := meshtest.Start(t)
+	proxy := newCutProxy(t, m.URL)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(proxy.URL + "/console/"))
+	proxy.lose.Store(true)
+	b.chat("echo", "only once", 1)
+	var got struct {
+		State, Text, Note string
+		Sent              []string
+	}
+	b.eval(`(() => { const li = document.querySelector('#chat-log li.agent');
+		return {state: li.dataset.state, text: li.querySelector('.artifact').textContent,
+			note: (li.querySelector('.resume') || {}).textContent || '',
+			sent: Array.from(li.querySelectorAll('details.raw pre.sent'), (p) => p.textContent)}; })()`, &got)
+	require.False(t, proxy.lose.Load(), "the first send's answer was lost")
+	require.Equal(t, "completed", got.State)
+	require.Equal(t, "only once", got.Text)
+	require.Contains(t, got.Note, "sending again, the same message")
+	require.Len(t, got.Sent, 2)
+	messageID := func(sent string) string {
+		var req struct {
+			Method string
+			Params struct{ Message struct{ MessageID string } }
+		}
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(sent, "→ ")), &req), sent)
+		require.Equal(t, "SendStreamingMessage", req.Method)
+		return req.Params.Message.MessageID
+	}
+	require.Equal(t, messageID(got.Sent[0]), messageID(got.Sent[1]), "the same message sent again")
+
+	// One task: the agent ran once.
+	body := `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`
+	req, err := http.NewRequest(http.MethodPost, m.URL+"/agents/echo", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var list struct {
+		Result struct{ Tasks []struct{ ID string } } `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	require.Len(t, list.Result.Tasks, 1, "one task for the two sends")
 }
