@@ -113,6 +113,7 @@ function newRow(name) {
     tr.append(td);
   }
   const failuresTd = document.createElement('td');
+  failuresTd.className = 'recent';
   const failures = document.createElement('ul');
   failures.className = 'failures';
   // The agent's newest failed tasks: read when opened (ListTasks on the

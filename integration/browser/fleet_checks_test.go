@@ -78,6 +78,8 @@ func TestConsoleBrowserFleetChecksAndFailures(t *testing.T) {
 	require.NoError(t, err, title)
 	require.WithinDuration(t, time.Now(), when, time.Minute)
 	require.True(t, strings.HasPrefix(b.text(`#fleet-body tr[data-agent="echo"] .checks summary`), "checks: "), "echo has checks")
+	b.do(chromedp.Click(chromedp.CSS(`#fleet-body tr[data-agent="bare"] .checks summary`)))
+	b.screenshot("fleet-checks")
 
 	// An agent's failed tasks, read when asked: the newest first, with
 	// their status messages, as text.
