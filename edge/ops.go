@@ -108,9 +108,9 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 			Queue:     fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
 			Card:      card,
 			CardCheck: en.CardCheck, CardIssues: issues,
-			Failures: e.fleetFailures(ctx, en.Agent, q.Dead),
 		})
 	}
+	e.fleetFailures(ctx, doc.Agents)
 	writeOpsDoc(w, r, doc)
 }
 

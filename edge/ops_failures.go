@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -20,20 +21,36 @@ type fleetFailure struct {
 	Time time.Time `json:"time"`
 }
 
-// fleetFailures reads agent's newest dead letters when it has any (dead
-// counts them): none costs no read. A failed read is logged and shows
-// as none; the count in the queue's figures still says there are some.
-func (e *Edge) fleetFailures(ctx context.Context, agent string, dead uint64) []fleetFailure {
-	out := []fleetFailure{}
-	if dead == 0 {
-		return out
+// fleetFailuresReads bounds the agents whose dead letters one fleet call
+// reads at once.
+const fleetFailuresReads = 8
+
+// fleetFailures sets the Failures of each agent: its newest dead letters,
+// read for the agents that have some (Queue.DeadLetters), a few agents at
+// once; an agent with none costs no read. A failed read is logged and
+// shows as none; the count in the queue's figures still says there are
+// some.
+func (e *Edge) fleetFailures(ctx context.Context, agents []fleetAgent) {
+	sem := make(chan struct{}, fleetFailuresReads)
+	var wg sync.WaitGroup
+	for i := range agents {
+		a := &agents[i]
+		a.Failures = []fleetFailure{}
+		if a.Queue.DeadLetters == 0 {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			letters, err := e.bus.RecentDeadLetters(ctx, a.Name, fleetFailures)
+			if err != nil {
+				e.log.Warn("ops: fleet: reading dead letters", "agent", a.Name, "err", err)
+			}
+			for _, l := range letters {
+				a.Failures = append(a.Failures, fleetFailure{TaskID: l.TaskID, Reason: l.Reason, Time: l.Time.UTC()})
+			}
+		}()
 	}
-	letters, err := e.bus.RecentDeadLetters(ctx, agent, fleetFailures)
-	if err != nil {
-		e.log.Warn("ops: fleet: reading dead letters", "agent", agent, "err", err)
-	}
-	for _, l := range letters {
-		out = append(out, fleetFailure{TaskID: l.TaskID, Reason: l.Reason, Time: l.Time.UTC()})
-	}
-	return out
+	wg.Wait()
 }

@@ -45,9 +45,12 @@ func TestConsoleBrowserScale(t *testing.T) {
 			_ = registry.Publish(ctx, m.Bus(), registry.Entry{Agent: name, Instance: "i", Card: card}, nil, slog.New(slog.DiscardHandler))
 		}()
 	}
-	// A few agents with dead letters: their failures are read too.
-	for i := range 10 {
-		require.NoError(t, m.Bus().DeadLetter(ctx, fmt.Sprintf("s%03d", i), []byte(`{"taskId":"x"}`), "max deliveries"))
+	// Every one of them with dead letters: a fleet poll reads the newest
+	// three of each (300 gets).
+	for i := range 100 {
+		for j := range 3 {
+			require.NoError(t, m.Bus().DeadLetter(ctx, fmt.Sprintf("s%03d", i), fmt.Appendf(nil, `{"taskId":"x%d"}`, j), "max deliveries"))
+		}
 	}
 	start := time.Now()
 	createTasks(t, m.URL, tasks)
@@ -107,6 +110,9 @@ func TestConsoleBrowserScale(t *testing.T) {
 	b.waitFor("another poll of the fleet", `performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/ops/v1/fleet')).length > window.__fleetPolls`)
 	b.eval(`document.querySelector('#fleet-body tr[data-agent="s050"]').__mark === 1`, &kept)
 	require.True(t, kept, "the fleet rows were updated in place")
+	var later float64
+	b.eval(`performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/ops/v1/fleet')).pop().duration`, &later)
+	t.Logf("a later fleet poll read in %.0f ms", later)
 	var failures string
 	b.eval(`document.querySelector('#fleet-body tr[data-agent="s003"] .failures').textContent`, &failures)
 	require.Contains(t, failures, "max deliveries")
