@@ -102,15 +102,15 @@ func (c Config) withDefaults() Config {
 // Bus is a connection to the mesh's JetStream layout. It is safe for
 // concurrent use.
 type Bus struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	cfg    Config
-	events jetstream.Stream
-	work   jetstream.Stream
-	// deadStream is StreamDead (dead.go).
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	cfg      Config
+	events   jetstream.Stream
+	work     jetstream.Stream
+	tasks    jetstream.KeyValue
+	registry jetstream.KeyValue
+	// deadStream holds the dead letters (dead.go).
 	deadStream jetstream.Stream
-	tasks      jetstream.KeyValue
-	registry   jetstream.KeyValue
 	// indexStream is the task index (index.go).
 	indexStream jetstream.Stream
 	// delegStream records which tasks each task delegated (delegations.go).
