@@ -109,6 +109,8 @@ type Bus struct {
 	work     jetstream.Stream
 	tasks    jetstream.KeyValue
 	registry jetstream.KeyValue
+	// deadStream holds the dead letters (dead.go).
+	deadStream jetstream.Stream
 	// indexStream is the task index (index.go).
 	indexStream jetstream.Stream
 	// delegStream records which tasks each task delegated (delegations.go).
@@ -233,6 +235,9 @@ func (b *Bus) ensure(ctx context.Context) error {
 	}
 	if b.work, err = b.js.Stream(ctx, StreamWork); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamWork, err)
+	}
+	if b.deadStream, err = b.js.Stream(ctx, StreamDead); err != nil {
+		return fmt.Errorf("bus: stream %s: %w", StreamDead, err)
 	}
 	if b.indexStream, err = b.js.Stream(ctx, StreamIndex); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamIndex, err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -141,14 +140,6 @@ func (b *Bus) WorkHeld(ctx context.Context, seq uint64) (bool, error) {
 		return false, nil
 	}
 	return false, err
-}
-
-// DeadLetter records a work item that could not be processed.
-func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason string) error {
-	msg := &nats.Msg{Subject: DeadSubject(agent), Data: data, Header: nats.Header{}}
-	msg.Header.Set("A2a-Reason", reason)
-	_, err := b.publish(ctx, msg, jetstream.WithMsgID("d-"+uuid.NewString()))
-	return err
 }
 
 // Control messages.

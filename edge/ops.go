@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/cardcheck"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/service"
 )
@@ -54,6 +55,13 @@ type fleetAgent struct {
 	// card's signatures (GET /agents' cardChecks); absent for an agent
 	// that is not a proxy.
 	CardCheck *registry.CardCheck `json:"cardCheck,omitempty"`
+	// CardIssues is what the card breaks of the specification, or may
+	// get wrong (package internal/cardcheck), errors first; empty when
+	// nothing.
+	CardIssues []cardcheck.Issue `json:"cardIssues"`
+	// Failures are the agent's newest dead letters, newest first (at
+	// most fleetFailures).
+	Failures []fleetFailure `json:"failures"`
 }
 
 // fleetQueue are the figures of an agent's work queue.
@@ -90,13 +98,19 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 	doc := fleetDoc{Agents: make([]fleetAgent, 0, len(entries)), Time: time.Now().UTC()}
 	for _, en := range entries {
 		q := queues[en.Agent]
+		card := e.agentCard(r, en.Agent, en.Card)
+		issues := cardcheck.Check(&card)
+		if issues == nil {
+			issues = []cardcheck.Issue{}
+		}
 		doc.Agents = append(doc.Agents, fleetAgent{
 			Name: en.Agent, Workers: workers[en.Agent],
 			Queue:     fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
-			Card:      e.agentCard(r, en.Agent, en.Card),
-			CardCheck: en.CardCheck,
+			Card:      card,
+			CardCheck: en.CardCheck, CardIssues: issues,
 		})
 	}
+	e.fleetFailures(ctx, doc.Agents)
 	writeOpsDoc(w, r, doc)
 }
 

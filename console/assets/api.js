@@ -68,14 +68,14 @@ let nextID = 1;
 // event's data as received ("received", text).
 function post(agent, method, params, accept, opts) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: nextID++, method, params });
-  if (opts.onRaw) opts.onRaw('sent', body);
+  if (opts.onRaw) opts.onRaw('sent', body, opts.lastEventId);
   // No agent: the mesh's shared endpoint, where task calls find any of
   // the caller's tasks by id and ListTasks lists them all.
   const path = agent ? 'agents/' + encodeURIComponent(agent) : 'a2a';
+  const h = headers({ 'Content-Type': 'application/json', Accept: accept, 'A2A-Version': opts.version || '1.0' });
+  if (opts.lastEventId) h.set('Last-Event-ID', opts.lastEventId);
   return fetch(new URL(path, root), {
-    method: 'POST',
-    headers: headers({ 'Content-Type': 'application/json', Accept: accept, 'A2A-Version': opts.version || '1.0' }),
-    body, credentials: 'omit', cache: 'no-store', signal: opts.signal,
+    method: 'POST', headers: h, body, credentials: 'omit', cache: 'no-store', signal: opts.signal,
   });
 }
 
@@ -97,9 +97,12 @@ export async function callRPC(agent, method, params, opts = {}) {
 }
 
 // streamRPC calls a streaming method of agent over JSON-RPC (opts as for
-// post) and calls onResult with the result of each server-sent event as
-// it arrives. It returns when the stream ends; a JSON-RPC error throws
-// RPCError.
+// post; opts.lastEventId, when set, goes as the Last-Event-ID header to
+// resume a stream after that event) and calls onResult with the result
+// of each server-sent event as it arrives, and the event's id (its
+// position in the mesh's event log). It returns when the stream ends; a
+// JSON-RPC error throws RPCError, a connection that drops throws what
+// fetch throws (a TypeError).
 export async function streamRPC(agent, method, params, onResult, opts = {}) {
   const resp = await post(agent, method, params, 'text/event-stream', opts);
   if (!resp.ok) throw await failure(resp);
@@ -111,11 +114,11 @@ export async function streamRPC(agent, method, params, onResult, opts = {}) {
     onResult(doc.result);
     return;
   }
-  for await (const data of sseEvents(resp)) {
+  for await (const { id, data } of sseEvents(resp)) {
     if (opts.onRaw) opts.onRaw('received', data);
     const doc = JSON.parse(data);
     if (doc.error) throw new RPCError(doc.error);
-    onResult(doc.result);
+    onResult(doc.result, id);
   }
 }
 
@@ -136,12 +139,13 @@ export async function rawCall(agent, version, body, onText, signal) {
     onText(await resp.text());
     return resp.status;
   }
-  for await (const data of sseEvents(resp)) onText(data);
+  for await (const { data } of sseEvents(resp)) onText(data);
   return resp.status;
 }
 
-// sseEvents yields the data of each server-sent event of resp as it
-// arrives; comments (keep-alives) are skipped.
+// sseEvents yields each server-sent event of resp as it arrives, as
+// {id, data} (id: the event's id field, '' when it has none); comments
+// (keep-alives) are skipped.
 async function* sseEvents(resp) {
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
@@ -151,20 +155,24 @@ async function* sseEvents(resp) {
     buf += value.replace(/\r\n?/g, '\n');
     let end;
     while ((end = buf.indexOf('\n\n')) >= 0) {
-      const data = sseData(buf.slice(0, end));
+      const ev = sseEvent(buf.slice(0, end));
       buf = buf.slice(end + 2);
-      if (data !== null) yield data;
+      if (ev !== null) yield ev;
     }
   }
 }
 
-// sseData joins the data lines of one event, null when it has none.
-function sseData(block) {
+// sseEvent reads one event: its id and its data lines joined; null when
+// it has no data.
+function sseEvent(block) {
   const lines = [];
+  let id = '';
   for (const line of block.split('\n')) {
-    if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+    const field = (name) => line.slice(line.startsWith(name + ': ') ? name.length + 2 : name.length + 1);
+    if (line.startsWith('data:')) lines.push(field('data'));
+    else if (line.startsWith('id:')) id = field('id');
   }
-  return lines.length ? lines.join('\n') : null;
+  return lines.length ? { id, data: lines.join('\n') } : null;
 }
 
 // newID returns a random id (crypto.randomUUID needs a secure context,

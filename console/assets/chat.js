@@ -4,28 +4,59 @@
 // taskId while the agent asks for input, so the next message continues
 // it. Each answer has a "raw" pane with the exact JSON sent and received.
 //
+// When the stream drops before the turn ends (the connection breaks, the
+// edge restarts), the answer resumes: SubscribeToTask (tasks/resubscribe
+// in 0.3) with Last-Event-ID set to the id of the last event shown, which
+// brings exactly the events after it, with no gap and no repeat. It tries
+// RESUME_TRIES times, waiting RESUME_FIRST_MS, then twice as long each
+// time up to RESUME_MAX_MS; an event received starts the count again. An
+// answer of the edge that is not a passing fault (a JSON-RPC error other
+// than -32000, or an HTTP status other than 429 and 5xx) ends it. A send
+// that fails so before its first event is sent again as it was, with the
+// same messageId: the mesh answers a repeated messageId with the task the
+// first one started, so nothing is sent twice.
+//
 // What an agent sends is untrusted: it is only ever set as textContent,
 // never parsed as HTML.
-import { streamRPC, callRPC, newID } from './api.js';
+import { streamRPC, callRPC, newID, RPCError, HTTPError } from './api.js';
 import { as10, stateName, textBlock, partBlock } from './parts.js';
 
 // The methods and message shapes of each version.
 const versions = {
   '1.0': {
     name: '1.0',
-    stream: 'SendStreamingMessage', cancel: 'CancelTask',
+    stream: 'SendStreamingMessage', cancel: 'CancelTask', resubscribe: 'SubscribeToTask',
     message: (id, parts) => ({ role: 'ROLE_USER', messageId: id, parts }),
     text: (text) => ({ text }),
     file: (f) => ({ raw: f.b64, filename: f.name, mediaType: f.type }),
   },
   '0.3': {
     name: '0.3',
-    stream: 'message/stream', cancel: 'tasks/cancel',
+    stream: 'message/stream', cancel: 'tasks/cancel', resubscribe: 'tasks/resubscribe',
     message: (id, parts) => ({ kind: 'message', role: 'user', messageId: id, parts }),
     text: (text) => ({ kind: 'text', text }),
     file: (f) => ({ kind: 'file', file: { bytes: f.b64, name: f.name, mimeType: f.type } }),
   },
 };
+
+// Resuming a dropped stream: at most RESUME_TRIES tries in a row, the
+// waits between them doubling from RESUME_FIRST_MS up to RESUME_MAX_MS.
+export const RESUME_TRIES = 5;
+const RESUME_FIRST_MS = 250;
+const RESUME_MAX_MS = 4000;
+
+// The states that end a turn: terminal, or waiting for the user.
+const turnEnds = ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'];
+
+// resumable says whether a failed stream may be resumed: a dropped
+// connection or a passing fault, not the edge's refusal.
+function resumable(e) {
+  if (e instanceof RPCError) return e.code === -32000;
+  if (e instanceof HTTPError) return e.status === 429 || e.status >= 500;
+  return !(e instanceof SyntaxError); // a TypeError of fetch: the connection
+}
+
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 
 // MAX_ATTACH bounds the attached files of one message: the edge takes
 // request bodies of 1 MiB by default, and base64 adds a third.
@@ -107,16 +138,52 @@ export function startChat({ form, agent, version, input, files, send, reset, log
     if (conv.contextId) message.contextId = conv.contextId;
     if (conv.taskId) message.taskId = conv.taskId;
     try {
-      await streamRPC(name, v.stream, { message }, (r) => turn.add(r),
-        { version: v.name, onRaw: (dir, t) => turn.raw(dir, t) });
-    } catch (e) {
-      turn.fail(e.message);
+      await follow(name, v, turn, { message });
     } finally {
       send.disabled = false;
     }
     if (turn.contextId) conv.contextId = turn.contextId;
     conv.taskId = turn.state === 'input-required' || turn.state === 'auth-required' ? turn.taskId : undefined;
   });
+
+  // follow streams the answer to a send into turn, and resumes it after
+  // the last event shown when the stream drops before the turn ends.
+  async function follow(name, v, turn, params) {
+    let method = v.stream;
+    let lastEventId;
+    let tries = 0;
+    let wait = RESUME_FIRST_MS;
+    for (;;) {
+      let err;
+      try {
+        await streamRPC(name, method, params, (r, id) => {
+          turn.add(r);
+          if (id) lastEventId = id;
+          tries = 0;
+          wait = RESUME_FIRST_MS;
+        }, { version: v.name, lastEventId, onRaw: (dir, t, lastId) => turn.raw(dir, t, lastId) });
+      } catch (e) {
+        err = e;
+      }
+      if (turn.ended()) return;
+      if (err && !resumable(err)) { turn.fail(err.message); return; }
+      const why = err ? err.message : 'the stream ended before the task did';
+      if (++tries > RESUME_TRIES) {
+        turn.fail('the stream dropped (' + why + ') and ' + RESUME_TRIES + ' tries to resume it failed');
+        return;
+      }
+      turn.resuming(lastEventId, tries, why);
+      await sleep(wait);
+      wait = Math.min(wait * 2, RESUME_MAX_MS);
+      if (turn.taskId && lastEventId) {
+        method = v.resubscribe;
+        params = { id: turn.taskId };
+      }
+      // Else nothing was shown yet: the send goes again as it was, the
+      // same messageId, which the mesh answers with the task the first
+      // send started, if it got that far.
+    }
+  }
 
   function entry(cls, who) {
     const li = document.createElement('li');
@@ -165,13 +232,14 @@ class Turn {
     li.append(raw);
   }
 
-  // raw shows one JSON text as sent or received, indented when it parses.
-  raw(dir, text) {
+  // raw shows one JSON text as sent (with the Last-Event-ID it resumed
+  // after, if any) or received, indented when it parses.
+  raw(dir, text, lastEventId) {
     const pre = document.createElement('pre');
     pre.className = dir;
     let shown = text;
     try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* as it came */ }
-    pre.textContent = (dir === 'sent' ? '→ ' : '← ') + shown;
+    pre.textContent = (dir === 'sent' ? '→ ' + (lastEventId ? 'Last-Event-ID: ' + lastEventId + '\n' : '') : '← ') + shown;
     this.rawLog.append(pre);
     if (dir === 'sent' && this.onEdit) {
       const edit = document.createElement('button');
@@ -208,6 +276,7 @@ class Turn {
       this.ids(r.artifactUpdate.taskId, r.artifactUpdate.contextId);
       this.artifact(r.artifactUpdate.artifact, r.artifactUpdate.append);
     } else if (r.message) {
+      this.answered = true;
       this.ids(r.message.taskId, r.message.contextId);
       this.body.append(...(r.message.parts || []).map(partBlock));
     }
@@ -246,6 +315,26 @@ class Turn {
         el.append(partBlock(part));
       }
     }
+  }
+
+  // ended says whether the turn is over: a terminal state, a request for
+  // input, or a message as the answer.
+  ended() {
+    return this.answered || turnEnds.includes(this.state);
+  }
+
+  // resuming says that the stream dropped and is resumed after event id.
+  resuming(id, n, why) {
+    if (!this.resumeNote) {
+      this.resumeNote = document.createElement('p');
+      this.resumeNote.className = 'state resume';
+      this.body.append(this.resumeNote);
+    }
+    this.resumes = (this.resumes || 0) + (n === 1 ? 1 : 0);
+    this.li.dataset.resumes = String(this.resumes);
+    this.resumeNote.textContent = 'stream dropped (' + why + '); ' +
+      (id ? 'resuming after event ' + id : 'sending again, the same message') +
+      (n > 1 ? ', try ' + n + ' of ' + RESUME_TRIES : '') + ' · ' + this.resumes + (this.resumes === 1 ? ' resume' : ' resumes');
   }
 
   fail(msg) {

@@ -1,17 +1,21 @@
 // The fleet view: every live agent with its workers, its work queue's
-// figures, its skills and what its card says, from GET /ops/v1/fleet.
+// figures, its newest dead letters, its skills, what its card says and
+// the card's checks against the specification, from GET /ops/v1/fleet.
 //
 // Polling is bounded (poller.js): one request at a time, each aborted
 // after REQUEST_TIMEOUT_MS, the next one POLL_MS after the last answer
 // while the tab is visible; after a failure the wait doubles up to
 // MAX_BACKOFF_MS. A 401 stops polling until the key changes. Rows are
 // updated in place: an update rewrites only the cells that changed.
-import { getJSON, HTTPError } from './api.js';
+import { getJSON, callRPC, HTTPError } from './api.js';
 import { poller } from './poller.js';
+import { messageText } from './parts.js';
 
 export const POLL_MS = 2000;
 const REQUEST_TIMEOUT_MS = 10000;
 const MAX_BACKOFF_MS = 30000;
+// FAILED_TASKS bounds the failed tasks an agent's row lists when asked.
+const FAILED_TASKS = 5;
 
 const figures = [
   ['workers', (a) => a.workers],
@@ -55,11 +59,17 @@ export function startFleet({ body, state }, onAgents) {
       setText(row.desc, (a.card && a.card.description) || '');
       for (const [cls, get] of figures) setText(row.cells[cls], String(get(a) ?? ''));
       const card = a.card || {};
-      const key = JSON.stringify([card, a.cardCheck || null]);
+      const key = JSON.stringify([card, a.cardCheck || null, a.cardIssues || []]);
       if (key !== row.cardKey) {
         row.cardKey = key;
         row.skills.replaceChildren(...(card.skills || []).map(skillItem));
         row.card.replaceChildren(...cardFacts(card, a.cardCheck));
+        showIssues(row, a.cardIssues || []);
+      }
+      const failures = JSON.stringify(a.failures || []);
+      if (failures !== row.failuresKey) {
+        row.failuresKey = failures;
+        row.failures.replaceChildren(...(a.failures || []).map(failureItem));
       }
     });
     for (const [name, row] of rows) {
@@ -87,7 +97,13 @@ function newRow(name) {
   summary.textContent = 'card';
   const card = document.createElement('dl');
   details.append(summary, card);
-  first.append(strong, desc, details);
+  const checks = document.createElement('details');
+  checks.className = 'checks';
+  const checksSummary = document.createElement('summary');
+  const issues = document.createElement('ul');
+  issues.className = 'card-issues';
+  checks.append(checksSummary, issues);
+  first.append(strong, desc, details, checks);
   tr.append(first);
   const cells = {};
   for (const [cls] of figures) {
@@ -96,12 +112,102 @@ function newRow(name) {
     cells[cls] = td;
     tr.append(td);
   }
+  const failuresTd = document.createElement('td');
+  failuresTd.className = 'recent';
+  const failures = document.createElement('ul');
+  failures.className = 'failures';
+  // The agent's newest failed tasks: read when opened (ListTasks on the
+  // agent's endpoint, status failed), not polled.
+  const failed = document.createElement('details');
+  failed.className = 'failed-tasks';
+  const failedSummary = document.createElement('summary');
+  failedSummary.textContent = 'failed tasks';
+  const failedList = document.createElement('ul');
+  failedList.className = 'failed-list';
+  failed.append(failedSummary, failedList);
+  failed.addEventListener('toggle', () => {
+    if (failed.open) loadFailed(name, failedSummary, failedList);
+  });
+  failuresTd.append(failures, failed);
+  tr.append(failuresTd);
   const skillsTd = document.createElement('td');
   const skills = document.createElement('ul');
   skills.className = 'skills';
   skillsTd.append(skills);
   tr.append(skillsTd);
-  return { tr, desc, cells, skills, card, cardKey: '' };
+  return {
+    tr, desc, cells, skills, card, cardKey: '', checksSummary, issues, failures, failuresKey: '',
+  };
+}
+
+// showIssues shows the card's checks: a count of errors and warnings,
+// and each issue with its field, as text.
+function showIssues(row, issues) {
+  const errors = issues.filter((i) => i.severity === 'error').length;
+  const warnings = issues.length - errors;
+  const counts = [];
+  if (errors) counts.push(errors + (errors === 1 ? ' error' : ' errors'));
+  if (warnings) counts.push(warnings + (warnings === 1 ? ' warning' : ' warnings'));
+  row.checksSummary.textContent = 'checks: ' + (counts.join(', ') || 'the card passes');
+  row.checksSummary.className = errors ? 'bad' : '';
+  row.issues.replaceChildren(...issues.map((i) => {
+    const li = document.createElement('li');
+    li.className = i.severity === 'error' ? 'error' : 'warning';
+    const field = document.createElement('code');
+    field.textContent = i.field || 'card';
+    li.append(i.severity + ' ', field, ': ' + i.message);
+    return li;
+  }));
+}
+
+// loadFailed lists the newest failed tasks of agent name, as ListTasks
+// answers it: the caller's own, at most FAILED_TASKS, newest first; it
+// looks at a bounded number of the agent's tasks (the edge's bound).
+async function loadFailed(name, summary, list) {
+  summary.textContent = 'failed tasks: reading…';
+  const ctl = new AbortController();
+  const abort = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
+  try {
+    const res = await callRPC(name, 'ListTasks',
+      { status: 'TASK_STATE_FAILED', pageSize: FAILED_TASKS, historyLength: 0 }, { signal: ctl.signal });
+    const tasks = res.tasks || [];
+    list.replaceChildren(...tasks.map(failedItem));
+    summary.textContent = 'failed tasks: ' + (tasks.length ? 'the newest ' + tasks.length : 'none');
+  } catch (e) {
+    summary.textContent = 'failed tasks: cannot read them (' + e.message + ')';
+  } finally {
+    clearTimeout(abort);
+  }
+}
+
+// failedItem is one failed task: when, its id and its status message.
+function failedItem(t) {
+  const li = document.createElement('li');
+  const st = t.status || {};
+  if (st.timestamp) {
+    li.title = st.timestamp;
+    li.append(new Date(st.timestamp).toLocaleTimeString() + ' · ');
+  }
+  const id = document.createElement('code');
+  id.textContent = t.id;
+  li.append('task ', id);
+  const text = st.message ? messageText(st.message) : '';
+  if (text) li.append(' · ' + text);
+  return li;
+}
+
+// failureItem is one dead letter: when, why, and its task.
+function failureItem(f) {
+  const li = document.createElement('li');
+  const when = new Date(f.time);
+  li.title = f.time;
+  li.append(when.toLocaleTimeString() + ' · ' + f.reason);
+  if (f.taskId) {
+    const id = document.createElement('code');
+    id.textContent = f.taskId;
+    li.append(' · task ', id);
+  }
+  return li;
 }
 
 function skillItem(s) {
