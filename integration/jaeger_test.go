@@ -3,81 +3,16 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/internal/jaegertest"
 )
-
-// jaegerVersion is the Jaeger build scripts/jaeger.sh makes (the v1.76.0
-// module tag carries the Jaeger v2 binary).
-const jaegerVersion = "v1.76.0"
-
-// jaegerBinary finds the Jaeger binary: $A2AMESH_JAEGER_BIN, or where
-// scripts/jaeger.sh caches it.
-func jaegerBinary() string {
-	if p := os.Getenv("A2AMESH_JAEGER_BIN"); p != "" {
-		return p
-	}
-	cache := os.Getenv("A2AMESH_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "a2amesh")
-	}
-	return filepath.Join(cache, "jaeger-"+jaegerVersion, "jaeger")
-}
-
-// jaegerConfig runs Jaeger v2 with in-memory storage, OTLP/HTTP in and the
-// query API out, every port on 127.0.0.1 (the all-in-one default binds
-// some to every interface).
-const jaegerConfig = `service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: mem
-    http:
-      endpoint: %s
-    grpc:
-      endpoint: %s
-  jaeger_storage:
-    backends:
-      mem:
-        memory:
-          max_traces: 10000
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %s
-processors:
-  batch:
-    timeout: 200ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: mem
-`
 
 // The planner's multi-agent run, with the mesh's roles as separate
 // processes exporting OTLP to a real Jaeger v2: Jaeger's query API returns
@@ -87,37 +22,13 @@ func TestJaegerPlannerTrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
-	if os.Getenv("A2AMESH_SKIP_JAEGER") == "1" {
-		t.Skip("A2AMESH_SKIP_JAEGER=1: the end-to-end trace test is skipped")
-	}
-	// A missing binary fails: a suite without Jaeger must not pass by
-	// skipping the one test that checks traces end to end.
-	jaeger := jaegerBinary()
-	if _, err := os.Stat(jaeger); err != nil {
-		t.Fatalf("no Jaeger binary at %s: build it with `bash scripts/jaeger.sh` (it prints the path; set A2AMESH_JAEGER_BIN to it if you moved it), or set A2AMESH_SKIP_JAEGER=1 to skip the end-to-end trace test", jaeger)
-	}
-	queryAddr, grpcAddr, otlpAddr := durFreeAddr(t), durFreeAddr(t), durFreeAddr(t)
-	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, queryAddr, grpcAddr, otlpAddr)), 0o600))
-	jcmd := exec.Command(jaeger, "--config", cfg)
-	var jout bytes.Buffer
-	jcmd.Stdout, jcmd.Stderr = &jout, &jout
-	require.NoError(t, jcmd.Start())
-	t.Cleanup(func() {
-		_ = jcmd.Process.Kill()
-		_ = jcmd.Wait()
-		if t.Failed() {
-			t.Logf("--- jaeger output:\n%s", jout.String())
-		}
-	})
-	query := "http://" + queryAddr
-	waitHTTP(t, query+"/api/services", 30*time.Second)
+	query, otlpURL := jaegertest.Start(t)
 
 	bin := durBuild(t)
 	natsAddr, edgeAddr := durFreeAddr(t), durFreeAddr(t)
 	natsURL := "nats://" + natsAddr
 	env := []string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlpAddr,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpURL,
 		"OTEL_BSP_SCHEDULE_DELAY=100",
 	}
 	startRole(t, bin, "nats", "nats", "--listen", natsAddr, "--data", t.TempDir())
@@ -192,22 +103,6 @@ func TestJaegerPlannerTrace(t *testing.T) {
 		require.Truef(t, got.descends("delegate "+agent, "run planner"), "delegate %s is not beneath run planner", agent)
 	}
 	require.True(t, got.descends("run planner", "SendMessage"), "the planner's run is not beneath the edge's span")
-}
-
-// waitHTTP waits until url answers 200.
-func waitHTTP(t *testing.T, url string, limit time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer within %s", url, limit)
 }
 
 // jaegerTraceView is a trace from Jaeger's query API.

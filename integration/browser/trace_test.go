@@ -4,141 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/internal/jaegertest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/tracing"
 )
-
-// jaegerVersion is the Jaeger build scripts/jaeger.sh makes and caches
-// (as integration/jaeger_test.go runs it).
-const jaegerVersion = "v1.76.0"
-
-// jaegerBinary finds the Jaeger binary: $A2AMESH_JAEGER_BIN, or where
-// scripts/jaeger.sh caches it.
-func jaegerBinary() string {
-	if p := os.Getenv("A2AMESH_JAEGER_BIN"); p != "" {
-		return p
-	}
-	cache := os.Getenv("A2AMESH_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "a2amesh")
-	}
-	return filepath.Join(cache, "jaeger-"+jaegerVersion, "jaeger")
-}
-
-// jaegerConfig runs Jaeger v2 in memory: OTLP/HTTP in, the query API and
-// UI out, every port on 127.0.0.1.
-const jaegerConfig = `service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: mem
-    http:
-      endpoint: %s
-    grpc:
-      endpoint: %s
-  jaeger_storage:
-    backends:
-      mem:
-        memory:
-          max_traces: 1000
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %s
-processors:
-  batch:
-    timeout: 100ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: mem
-`
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// startJaeger runs Jaeger for the test and returns the base URL of its
-// query API and UI, and the OTLP/HTTP endpoint it receives spans on.
-func startJaeger(t *testing.T) (query, otlp string) {
-	t.Helper()
-	if os.Getenv("A2AMESH_SKIP_JAEGER") == "1" {
-		t.Skip("A2AMESH_SKIP_JAEGER=1: the tests that need Jaeger skip")
-	}
-	bin := jaegerBinary()
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no Jaeger binary at %s: build it with `bash scripts/jaeger.sh`, set A2AMESH_JAEGER_BIN, or set A2AMESH_SKIP_JAEGER=1 to skip", bin)
-	}
-	queryAddr, grpcAddr, otlpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, queryAddr, grpcAddr, otlpAddr)), 0o600))
-	cmd := exec.Command(bin, "--config", cfg)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("jaeger output:\n%s", out.String())
-		}
-	})
-	query = "http://" + queryAddr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(query + "/api/services")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "Jaeger did not answer within 20s")
-		time.Sleep(50 * time.Millisecond)
-	}
-	return query, "http://" + otlpAddr
-}
 
 // With a Jaeger configured, a planner task's view links to its trace in
 // Jaeger's UI and draws its spans, read from a real Jaeger through the
 // edge: a bar per span, the delegates' runs beneath the planner's
 // delegations, beneath its run.
 func TestConsoleBrowserTaskTrace(t *testing.T) {
-	query, otlp := startJaeger(t)
+	query, otlp := jaegertest.Start(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
