@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -27,10 +28,14 @@ const (
 )
 
 // deadChainTries bounds the appends that find another letter of the same
-// agent appended between reading the newest and appending after it; the
-// last try appends without the check (the chain then skips a letter,
-// which is all a lost race costs).
-const deadChainTries = 5
+// agent appended between reading the newest and appending after it (each
+// try after a lost race waits up to deadChainJitter, so that writers
+// racing for one agent spread out); the last try appends without the
+// check (the chain then skips a letter, which is all a lost race costs).
+const (
+	deadChainTries  = 16
+	deadChainJitter = 2 * time.Millisecond
+)
 
 // DeadLetter records a work item of agent that could not be processed,
 // and why.
@@ -47,15 +52,19 @@ func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason 
 			return err
 		}
 		msg.Header.Set(hdrDeadPrev, strconv.FormatUint(prev, 10))
+		// The client writes an expectation into the message's headers:
+		// the last try's must not carry an earlier one.
+		msg.Header.Del(jetstream.ExpectedLastSubjSeqHeader)
 		opts := []jetstream.PublishOpt{id}
 		if try < deadChainTries {
 			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(prev))
 		}
 		_, err = b.publish(ctx, msg, opts...)
-		var apiErr *jetstream.APIError
-		if err == nil || try >= deadChainTries || !errors.As(err, &apiErr) ||
-			apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		if err == nil || try >= deadChainTries || !isWrongLastSeq(err) {
 			return err
+		}
+		if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(deadChainJitter)))) {
+			return ctx.Err()
 		}
 	}
 }
@@ -132,4 +141,16 @@ func (b *Bus) RecentDeadLetters(ctx context.Context, agent string, n int) ([]Dea
 		seq = prev
 	}
 	return out, nil
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
