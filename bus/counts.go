@@ -52,9 +52,13 @@ func countSubject(ownerHash, agent string) string {
 
 // counts holds a process's count changes until they are flushed.
 type counts struct {
+	// flushMu is held by a flush from the moment it takes the pending
+	// changes until they are written (or put back), and by a count read,
+	// so that a read sees each change of this process once: pending, or
+	// in its counter.
+	flushMu   sync.Mutex
 	mu        sync.Mutex
 	pending   map[string]int64
-	flushing  map[string]int64 // being written now
 	scheduled bool
 	// next is where the next reconcile pass goes on from.
 	next string
@@ -76,25 +80,12 @@ func (b *Bus) countTask(owner, agent string, d int64) {
 // reconciliation repairs that).
 func (b *Bus) flushCounts(ctx context.Context) {
 	c := &b.counts
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
 	c.mu.Lock()
 	pending := c.pending
 	c.pending, c.scheduled = nil, false
-	for subj, d := range pending {
-		if c.flushing == nil {
-			c.flushing = map[string]int64{}
-		}
-		c.flushing[subj] += d
-	}
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		for subj, d := range pending {
-			if c.flushing[subj] -= d; c.flushing[subj] == 0 {
-				delete(c.flushing, subj)
-			}
-		}
-		c.mu.Unlock()
-	}()
 	if len(pending) == 0 || b.nc.IsClosed() {
 		return
 	}
@@ -254,16 +245,20 @@ func (b *Bus) TaskCount(ctx context.Context, q IndexQuery) (int, error) {
 func (b *Bus) taskCount(ctx context.Context, q IndexQuery) (int, bool, error) {
 	if q.ContextID == "" && !q.AnyOwner {
 		subj := countSubject(hashToken(q.Owner), q.Agent)
+		c := &b.counts
+		c.flushMu.Lock()
 		v, ok, err := b.counterValue(ctx, subj)
+		if ok && err == nil {
+			// This process's own changes count before they are written.
+			c.mu.Lock()
+			v += c.pending[subj]
+			c.mu.Unlock()
+		}
+		c.flushMu.Unlock()
 		if err != nil {
 			return 0, false, err
 		}
 		if ok {
-			// This process's own changes count before they are written.
-			c := &b.counts
-			c.mu.Lock()
-			v += c.pending[subj] + c.flushing[subj]
-			c.mu.Unlock()
 			return int(max(v, 0)), false, nil
 		}
 	}
