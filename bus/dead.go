@@ -63,7 +63,7 @@ func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason 
 		if err == nil || try >= deadChainTries || !isWrongLastSeq(err) {
 			return err
 		}
-		if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(deadChainJitter)))) {
+		if !Sleep(ctx, time.Duration(rand.Int64N(int64(deadChainJitter)))) {
 			return ctx.Err()
 		}
 	}
@@ -141,16 +141,4 @@ func (b *Bus) RecentDeadLetters(ctx context.Context, agent string, n int) ([]Dea
 		seq = prev
 	}
 	return out, nil
-}
-
-// sleepCtx waits d, or until ctx ends (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
