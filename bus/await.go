@@ -16,8 +16,8 @@ type SettleWatch struct {
 	b       *Bus
 	id      string
 	sub     *nats.Subscription
-	stalled *nats.Subscription
 	msgs    chan *nats.Msg
+	stalled chan struct{} // NoticeStoreFull for the task (stalls.go)
 }
 
 // WatchSettle starts watching task id's snapshots for a final state: the
@@ -27,23 +27,23 @@ type SettleWatch struct {
 // goroutine of its own per watch. Delivery is at most once (a full
 // channel drops a snapshot: Wait loads the task once a second anyway).
 func (b *Bus) WatchSettle(id string) (*SettleWatch, error) {
-	w := &SettleWatch{b: b, id: id, msgs: make(chan *nats.Msg, 8)}
+	w := &SettleWatch{b: b, id: id, msgs: make(chan *nats.Msg, 8), stalled: make(chan struct{}, 1)}
+	if err := b.stalls.add(b.nc, id, w.stalled); err != nil {
+		return nil, err
+	}
 	sub, err := b.nc.ChanSubscribe(snapshotSubject(id), w.msgs)
 	if err != nil {
+		b.stalls.remove(id, w.stalled)
 		return nil, err
 	}
 	w.sub = sub
-	if w.stalled, err = b.nc.ChanSubscribe(stalledSubject(id), w.msgs); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, err
-	}
 	return w, nil
 }
 
 // Stop ends the watch.
 func (w *SettleWatch) Stop() {
 	_ = w.sub.Unsubscribe()
-	_ = w.stalled.Unsubscribe()
+	w.b.stalls.remove(w.id, w.stalled)
 }
 
 // NoticeStoreFull tells whoever waits for task id to settle that its
@@ -93,10 +93,9 @@ func (w *SettleWatch) Wait(ctx context.Context, rec *TaskRecord) (*TaskRecord, e
 	defer tick.Stop()
 	for {
 		select {
+		case <-w.stalled:
+			return nil, fmt.Errorf("%w: task %s waits for space to record its next step", ErrStoreFull, w.id)
 		case m := <-w.msgs:
-			if m.Sub == w.stalled {
-				return nil, fmt.Errorf("%w: task %s waits for space to record its next step", ErrStoreFull, w.id)
-			}
 			if r := settled(m); r != nil {
 				return r, nil
 			}

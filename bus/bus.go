@@ -119,6 +119,8 @@ type Bus struct {
 	// changes to them (counts.go).
 	countStream jetstream.Stream
 	counts      counts
+	// stalls hands store-full notices to settle watches (stalls.go).
+	stalls stalls
 	// leases holds the work one process does at a time (lease.go), and
 	// instance names this bus as their holder.
 	leases   jetstream.KeyValue

@@ -13,7 +13,7 @@ package bus
 //	A2A_DELEGATIONS stream, Limits   a2a.delegated.<parentTaskId>  one entry per task a task delegated (delegations.go)
 //	A2A_PUSH_LOG stream, Limits      a2a.pushlog.<taskId>.<configId>  last push delivery attempts of each config (pushlog.go; with push only)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
-//	a2a.stalled.<taskId>  core NATS  a worker could not record a task's step: the store is full (await.go)
+//	a2a.stalled.<taskId>  core NATS  a worker could not record a task's step: the store is full (await.go; one subscription per process, stalls.go)
 //	a2a.ratelimit.usage   core NATS  what each edge admitted per principal (gossip.go)
 const (
 	StreamWork   = "A2A_WORK"
