@@ -3,8 +3,9 @@ package agentrt
 import (
 	"testing"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/google/uuid"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // A re-run of a turn (after a worker died mid-run) must name its artifacts

@@ -13,12 +13,12 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/a2amesh/a2amesh/tasks"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // MetaParent is the metadata key under which a delegated task's work
 // carries the task that delegated it: {"taskId", "contextId", "agent"}.
-const MetaParent = bus.MetaParent
+const MetaParent = taskstore.MetaParent
 
 // Errors of Mesh calls.
 var (
@@ -91,7 +91,8 @@ func (e *WaitError) Unwrap() error { return ErrWaitExpired }
 // delegated before instead of delegating twice), and cancel the called
 // task when the calling task is canceled or times out.
 type Mesh struct {
-	b      *bus.Bus
+	store  *taskstore.Store
+	lc     *taskstore.Lifecycle
 	parent *Request // nil outside a run
 	agent  string   // the calling agent
 	calls  atomic.Int64
@@ -107,7 +108,9 @@ type Mesh struct {
 }
 
 // NewMesh returns a Mesh for code outside a run (a root caller).
-func NewMesh(b *bus.Bus) *Mesh { return &Mesh{b: b} }
+func NewMesh(s *taskstore.Store) *Mesh {
+	return &Mesh{store: s, lc: taskstore.NewLifecycle(s, taskstore.LifecycleConfig{})}
+}
 
 // Mesh returns the client for calling other agents on behalf of this task.
 // It is nil for a Request not made by a Worker.
@@ -143,7 +146,7 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 	if msg.MessageID == "" {
 		msg.MessageID = m.callID("msg", agent, n)
 	}
-	turn := tasks.Turn{Agent: agent, Message: msg, Metadata: m.metadata(), TraceMetadata: true,
+	turn := taskstore.Turn{Agent: agent, Message: msg, Metadata: m.metadata(), TraceMetadata: true,
 		Admit: m.requireLive, Wait: true}
 	if msg.TaskID != "" {
 		if turn.Task, err = m.visible(ctx, msg.TaskID); err != nil {
@@ -163,7 +166,7 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 	}
 	lc := m.tasks()
 	sub, err := lc.Submit(ctx, turn)
-	if errors.Is(err, tasks.ErrNotContinuable) {
+	if errors.Is(err, taskstore.ErrNotContinuable) {
 		return nil, fmt.Errorf("%w: %w", ErrNotContinuable, err)
 	}
 	if err != nil {
@@ -178,7 +181,7 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 	}
 	until, byDeadline := m.waitBound(ctx, start)
 	settled, err := lc.Await(ctx, sub, until)
-	var unsettled *tasks.UnsettledError
+	var unsettled *taskstore.UnsettledError
 	switch {
 	case errors.As(err, &unsettled):
 		return nil, &WaitError{Agent: settled.Agent, TaskID: settled.Task.ID, State: unsettled.State,
@@ -198,21 +201,23 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 func (m *Mesh) recordDelegation(ctx context.Context, parentID, agent, childID string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = m.b.RecordDelegation(ctx, parentID, bus.Delegation{TaskID: childID, Agent: agent, Time: time.Now().UTC()})
+	_ = m.store.RecordDelegation(ctx, parentID, taskstore.Delegation{TaskID: childID, Agent: agent, Time: time.Now().UTC()})
 }
 
 // tasks is the task lifecycle Mesh calls go through.
-func (m *Mesh) tasks() *tasks.Service { return tasks.New(m.b, tasks.Config{}) }
+func (m *Mesh) tasks() *taskstore.Lifecycle {
+	return m.lc
+}
 
 // visible reads a task this caller may address: inside a run, only the
 // calling task's owner's tasks.
-func (m *Mesh) visible(ctx context.Context, taskID string) (*bus.TaskRecord, error) {
+func (m *Mesh) visible(ctx context.Context, taskID string) (*taskstore.TaskRecord, error) {
 	rec, err := m.tasks().Get(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
 	if m.parent != nil && rec.Owner != m.parent.owner {
-		return nil, bus.ErrTaskNotFound
+		return nil, taskstore.ErrTaskNotFound
 	}
 	return rec, nil
 }
@@ -263,7 +268,7 @@ func (m *Mesh) metadata() a2a.Metadata {
 func (m *Mesh) requireLive(ctx context.Context, agent string) error {
 	isLive := m.live
 	if isLive == nil {
-		isLive = func(ctx context.Context, agent string) (bool, error) { return registry.Live(ctx, m.b, agent) }
+		isLive = func(ctx context.Context, agent string) (bool, error) { return registry.Live(ctx, m.store.Bus(), agent) }
 	}
 	live, err := isLive(ctx, agent)
 	if err != nil {
@@ -283,7 +288,7 @@ func (m *Mesh) Cancel(ctx context.Context, taskID, reason string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := m.tasks().Cancel(ctx, taskID, rec, reason); err != nil && !errors.Is(err, bus.ErrTerminal) {
+	if _, err := m.tasks().Cancel(ctx, taskID, rec, reason); err != nil && !errors.Is(err, taskstore.ErrTerminal) {
 		return err
 	}
 	return nil

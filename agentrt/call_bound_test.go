@@ -19,35 +19,35 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // registerGhost makes agent look live (registered, answering pings) while
 // nothing consumes its work: what a crashed worker within the registry's
 // grace looks like to a caller.
-func registerGhost(t *testing.T, b *bus.Bus, agent string) {
+func registerGhost(t *testing.T, b *taskstore.Store, agent string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		card := func() a2a.AgentCard { return a2a.AgentCard{Name: agent, Description: "never answers", Version: "1"} }
-		_ = registry.Publish(ctx, b, registry.Entry{Agent: agent, Instance: "ghost1"}, card, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		_ = registry.Publish(ctx, b.Bus(), registry.Entry{Agent: agent, Instance: "ghost1"}, card, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	require.Eventually(t, func() bool {
 		lctx, lcancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer lcancel()
-		live, _ := registry.Live(lctx, b, agent)
+		live, _ := registry.Live(lctx, b.Bus(), agent)
 		return live
 	}, 10*time.Second, 20*time.Millisecond, "ghost agent never became live")
 }
 
 func TestSendWaitIsBounded(t *testing.T) {
 	m := meshtest.Start(t)
-	b := m.Bus()
+	b := m.Store()
 	registerGhost(t, b, "ghost")
 	msg := func() a2a.Message { return a2a.Message{Parts: []a2a.Part{a2a.TextPart("anyone?")}} }
 
@@ -112,7 +112,7 @@ func TestSendWaitIsBounded(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		id := uuid.NewString()
-		_, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: "gone", Task: a2a.Task{ID: id, ContextID: uuid.NewString(),
+		_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: "gone", Task: a2a.Task{ID: id, ContextID: uuid.NewString(),
 			Status: a2a.TaskStatus{State: a2a.StateInputRequired, Timestamp: a2a.Now()}}})
 		require.NoError(t, err)
 		mesh := agentrt.NewMesh(b)
@@ -153,13 +153,13 @@ func (d delegator) Run(ctx context.Context, req *agentrt.Request, w agentrt.Even
 // instead of the worker's "task timed out".
 func TestDelegationWaitEndsBeforeTheCallersTimeout(t *testing.T) {
 	m := meshtest.Start(t)
-	b := m.Bus()
+	b := m.Store()
 	registerGhost(t, b, "ghost")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: b, Agent: delegator{to: "ghost"}, Concurrency: 2, Timeout: 2 * time.Second}
+		w := &agentrt.Worker{Store: b, Agent: delegator{to: "ghost"}, Concurrency: 2, Timeout: 2 * time.Second}
 		_ = w.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -14,9 +14,9 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // coordinator delegates the text it gets to the agent named by its first
@@ -64,12 +64,12 @@ func (c *coordinator) Run(ctx context.Context, req *agentrt.Request, w agentrt.E
 	return w.Complete(task.ID + " " + string(task.Status.State))
 }
 
-func startWorker(t *testing.T, b *bus.Bus, a agentrt.Agent) (stop func()) {
+func startWorker(t *testing.T, b *taskstore.Store, a agentrt.Agent) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: b, Agent: a, Concurrency: 4, Timeout: 20 * time.Second}
+		w := &agentrt.Worker{Store: b, Agent: a, Concurrency: 4, Timeout: 20 * time.Second}
 		_ = w.Run(ctx)
 	}()
 	stop = func() { cancel(); <-done }
@@ -98,7 +98,7 @@ func sendText(t *testing.T, url, text string) *a2a.Task {
 
 func TestDelegationThroughTheBus(t *testing.T) {
 	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
+	startWorker(t, m.Store(), &coordinator{})
 	waitRoutable(t, m, "coordinator")
 
 	parent := sendText(t, m.URL+"/agents/coordinator", "echo hello there")
@@ -108,7 +108,7 @@ func TestDelegationThroughTheBus(t *testing.T) {
 
 	// The called task: the same context, and its parent named.
 	childID, _, _ := strings.Cut(parent.Status.Message.Text(), " ")
-	child, err := m.Bus().LoadTask(context.Background(), childID)
+	child, err := m.Store().LoadTask(context.Background(), childID)
 	require.NoError(t, err)
 	assert.Equal(t, "echo", child.Agent)
 	assert.Equal(t, parent.ContextID, child.Task.ContextID)
@@ -126,7 +126,7 @@ func TestDelegationThroughTheBus(t *testing.T) {
 
 func TestDelegationToUnknownAgent(t *testing.T) {
 	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
+	startWorker(t, m.Store(), &coordinator{})
 	waitRoutable(t, m, "coordinator")
 	task := sendText(t, m.URL+"/agents/coordinator", "nobody hi")
 	assert.Equal(t, a2a.StateFailed, task.Status.State)
@@ -137,7 +137,7 @@ func TestDelegationToUnknownAgent(t *testing.T) {
 func TestDelegationCancelPropagates(t *testing.T) {
 	m := meshtest.Start(t)
 	co := &coordinator{}
-	startWorker(t, m.Bus(), co)
+	startWorker(t, m.Store(), co)
 	waitRoutable(t, m, "coordinator")
 	c := client.New(m.URL + "/agents/coordinator")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -149,7 +149,7 @@ func TestDelegationCancelPropagates(t *testing.T) {
 
 	var childID string
 	require.Eventually(t, func() bool {
-		recs, err := m.Bus().ListTasks(ctx, func(r *bus.TaskRecord) bool {
+		recs, err := m.Store().ListTasks(ctx, func(r *taskstore.TaskRecord) bool {
 			ref, _ := r.Task.Metadata[agentrt.MetaParent].(map[string]any)
 			return ref != nil && ref["taskId"] == parentID && r.Task.Status.State == a2a.StateWorking
 		})
@@ -163,7 +163,7 @@ func TestDelegationCancelPropagates(t *testing.T) {
 	_, err = c.Cancel(ctx, parentID)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		rec, err := m.Bus().LoadTask(ctx, childID)
+		rec, err := m.Store().LoadTask(ctx, childID)
 		return err == nil && rec.Task.Status.State == a2a.StateCanceled
 	}, 10*time.Second, 20*time.Millisecond, "the called task must be canceled with its caller")
 }
@@ -173,7 +173,7 @@ func TestDelegationCancelPropagates(t *testing.T) {
 func TestDelegationRerunDoesNotDelegateTwice(t *testing.T) {
 	m := meshtest.Start(t)
 	co := &coordinator{stopFirst: true, delegated: make(chan struct{}, 1)}
-	stop := startWorker(t, m.Bus(), co)
+	stop := startWorker(t, m.Store(), co)
 	waitRoutable(t, m, "coordinator")
 	c := client.New(m.URL + "/agents/coordinator")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -187,7 +187,7 @@ func TestDelegationRerunDoesNotDelegateTwice(t *testing.T) {
 		t.Fatal("coordinator never delegated")
 	}
 	stop() // the run is handed back to the queue
-	startWorker(t, m.Bus(), co)
+	startWorker(t, m.Store(), co)
 
 	task, err := client.New(m.URL+"/agents/coordinator").GetTask(ctx, res.Task.ID, nil)
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestDelegationRerunDoesNotDelegateTwice(t *testing.T) {
 	}
 	require.Equal(t, a2a.StateCompleted, task.Status.State)
 	assert.EqualValues(t, 2, co.runs.Load())
-	children, err := m.Bus().ListTasks(ctx, func(r *bus.TaskRecord) bool {
+	children, err := m.Store().ListTasks(ctx, func(r *taskstore.TaskRecord) bool {
 		ref, _ := r.Task.Metadata[agentrt.MetaParent].(map[string]any)
 		return ref != nil && ref["taskId"] == res.Task.ID
 	})
@@ -230,7 +230,7 @@ func (failing) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWri
 // never the error's text or a stack.
 func TestFailureIsSanitized(t *testing.T) {
 	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), failing{})
+	startWorker(t, m.Store(), failing{})
 	waitRoutable(t, m, "failing")
 	for text, kind := range map[string]string{"panic": "crashed", "timeout": "timed out", "other": "internal error"} {
 		task := sendText(t, m.URL+"/agents/failing", text)

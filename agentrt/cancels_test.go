@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
-	"github.com/stretchr/testify/require"
 )
 
 // waiter runs until its context ends and reports why.
@@ -36,7 +37,7 @@ func (a waiter) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWr
 func TestCancelReachesTheRun(t *testing.T) {
 	m := meshtest.Start(t)
 	a := waiter{started: make(chan string, 3), causes: make(chan error, 3)}
-	startWorker(t, m.Bus(), a)
+	startWorker(t, m.Store(), a)
 	waitRoutable(t, m, "waiter")
 	c := client.New(m.URL + "/agents/waiter")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

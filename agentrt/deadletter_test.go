@@ -23,8 +23,10 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // deadConfig is the layout of these tests, set explicitly (not the
@@ -74,11 +76,11 @@ func (b *bloater) Run(ctx context.Context, req *agentrt.Request, w agentrt.Event
 }
 
 // deadLetters returns the messages on A2A_DEAD's subject of agent.
-func deadLetters(t *testing.T, b *bus.Bus, agent string) []*jetstream.RawStreamMsg {
+func deadLetters(t *testing.T, b *taskstore.Store, agent string) []*jetstream.RawStreamMsg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, bus.StreamDead)
+	s, err := b.Bus().JetStream().Stream(ctx, bus.StreamDead)
 	require.NoError(t, err)
 	var out []*jetstream.RawStreamMsg
 	next := uint64(1)
@@ -97,7 +99,7 @@ func deadLetters(t *testing.T, b *bus.Bus, agent string) []*jetstream.RawStreamM
 // requireDeadLettered checks task id ended failed on delivery MaxDeliver,
 // saying so, once, and that its work item went to A2A_DEAD and left the
 // work queue.
-func requireDeadLettered(t *testing.T, b *bus.Bus, agent, id string, rec *bus.TaskRecord) {
+func requireDeadLettered(t *testing.T, b *taskstore.Store, agent, id string, rec *taskstore.TaskRecord) {
 	t.Helper()
 	require.NotNil(t, rec, "task %s unreadable", id)
 	states := logStates(t, b, id)
@@ -119,7 +121,7 @@ func requireDeadLettered(t *testing.T, b *bus.Bus, agent, id string, rec *bus.Ta
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	queued, err := b.Queued(ctx, agent, id)
+	queued, err := b.Bus().Queued(ctx, agent, id)
 	require.NoError(t, err)
 	assert.False(t, queued, "the dead-lettered work item is still in the work queue")
 }
@@ -147,10 +149,10 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 			nc, err := bus.Dial(bus.DialConfig{URL: m.NATSURL(), Name: fmt.Sprint(name, "-", n)})
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			b, err := bus.Open(ctx, nc, deadConfig)
+			b, err := bustest.OpenStoreOn(ctx, nc, deadConfig)
 			cancel()
 			require.NoError(t, err)
-			stop := startWorkerWith(t, &agentrt.Worker{Bus: b, Agent: h, Name: name, Instance: fmt.Sprint("gen", n),
+			stop := startWorkerWith(t, &agentrt.Worker{Store: b, Agent: h, Name: name, Instance: fmt.Sprint("gen", n),
 				Concurrency: 1, Timeout: time.Minute})
 			t.Cleanup(nc.Close)
 			return gen{nc: nc, stop: stop}
@@ -160,7 +162,7 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 		id := sendAsync(t, m.URL+"/agents/"+name, "hold it")
 
 		var attempts []int
-		var rec *bus.TaskRecord
+		var rec *taskstore.TaskRecord
 		wait := 3*deadConfig.AckWait + 10*time.Second
 		for n := 1; n <= deadConfig.MaxDeliver+1; n++ {
 			if n > 1 {
@@ -173,7 +175,7 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 				case attempt = <-h.started:
 				case <-time.After(100 * time.Millisecond):
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					r, err := m.Bus().LoadTask(ctx, id)
+					r, err := m.Store().LoadTask(ctx, id)
 					cancel()
 					if err == nil && r.Task.Status.State.Final() {
 						rec = r
@@ -191,7 +193,7 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 			g.stop()
 		}
 		if rec == nil {
-			rec = waitFinal(t, m.Bus(), id, 5*time.Second)
+			rec = waitFinal(t, m.Store(), id, 5*time.Second)
 		}
 		g.stop()
 		want := make([]int, 0, deadConfig.MaxDeliver-1)
@@ -199,7 +201,7 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 			want = append(want, i)
 		}
 		assert.Equal(t, want, attempts, "deliveries on which the agent ran")
-		requireDeadLettered(t, m.Bus(), name, id, rec)
+		requireDeadLettered(t, m.Store(), name, id, rec)
 	})
 
 	// Every run's write is refused by the bus: the worker hands the work
@@ -207,15 +209,15 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 	t.Run("bus-refuses-every-run", func(t *testing.T) {
 		const name = "bloater"
 		a := &bloater{name: name}
-		startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Concurrency: 1, Timeout: time.Minute})
+		startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Concurrency: 1, Timeout: time.Minute})
 		waitRoutable(t, m, name)
-		pre := capEvents(t, m.Bus(), smallCap)
-		t.Cleanup(func() { capEvents(t, m.Bus(), pre) })
+		pre := capEvents(t, m.Store(), smallCap)
+		t.Cleanup(func() { capEvents(t, m.Store(), pre) })
 		id := sendAsync(t, m.URL+"/agents/"+name, "write too much")
 		// Each nak delays the next delivery by 2s.
-		rec := waitFinal(t, m.Bus(), id, time.Duration(deadConfig.MaxDeliver)*(deadConfig.AckWait+2*time.Second)+10*time.Second)
+		rec := waitFinal(t, m.Store(), id, time.Duration(deadConfig.MaxDeliver)*(deadConfig.AckWait+2*time.Second)+10*time.Second)
 		assert.EqualValues(t, deadConfig.MaxDeliver-1, a.runs.Load(), "agent runs")
-		requireDeadLettered(t, m.Bus(), name, id, rec)
+		requireDeadLettered(t, m.Store(), name, id, rec)
 	})
 
 	// A work item no worker can decode is dead-lettered at once, not
@@ -223,26 +225,26 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 	t.Run("undecodable", func(t *testing.T) {
 		const name = "undecodable"
 		h := &hanger{name: name, started: make(chan int, 1)}
-		startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: h, Concurrency: 1, Timeout: time.Minute})
+		startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: h, Concurrency: 1, Timeout: time.Minute})
 		waitRoutable(t, m, name)
 		garbage := []byte("not a work item {")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := m.Bus().JetStream().Publish(ctx, bus.WorkSubject(name, "garbage"), garbage)
+		_, err := m.Store().Bus().JetStream().Publish(ctx, bus.WorkSubject(name, "garbage"), garbage)
 		require.NoError(t, err)
 		var dead []*jetstream.RawStreamMsg
 		deadline := time.Now().Add(10 * time.Second)
 		for len(dead) == 0 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
-			dead = deadLetters(t, m.Bus(), name)
+			dead = deadLetters(t, m.Store(), name)
 		}
 		// Longer than a redelivery would take.
 		time.Sleep(deadConfig.AckWait + time.Second)
-		dead = deadLetters(t, m.Bus(), name)
+		dead = deadLetters(t, m.Store(), name)
 		require.Equal(t, 1, len(dead), "dead letters of the undecodable item")
 		assert.Equal(t, garbage, dead[0].Data)
 		assert.Equal(t, "undecodable", dead[0].Header.Get("A2a-Reason"))
-		queued, err := m.Bus().Queued(ctx, name, "garbage")
+		queued, err := m.Store().Bus().Queued(ctx, name, "garbage")
 		require.NoError(t, err)
 		assert.False(t, queued, "the undecodable item is still in the work queue")
 		assert.Zero(t, h.runs.Load(), "the agent ran an undecodable item")

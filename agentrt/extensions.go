@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Extensions (spec §4.6): a client requests extensions by URI (the
@@ -71,7 +71,7 @@ func (a *activation) list() []string {
 }
 
 // withExtensions returns ev carrying the run's activated set in its
-// metadata (bus.MetaExtensions) when the task's record holds another set
+// metadata (taskstore.MetaExtensions) when the task's record holds another set
 // (recorded is nil for none): the first event after an Activate records
 // it, and a re-run of a turn whose dead run activated others corrects
 // the record with its first event. Only status and artifact updates carry
@@ -86,7 +86,7 @@ func withExtensions(ev *a2a.StreamResponse, set, recorded []string) *a2a.StreamR
 	add := func(md a2a.Metadata) a2a.Metadata {
 		out := make(a2a.Metadata, len(md)+1)
 		maps.Copy(out, md)
-		out[bus.MetaExtensions] = set
+		out[taskstore.MetaExtensions] = set
 		return out
 	}
 	switch {

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // An event records the run's activated set when the task's record holds
@@ -37,7 +37,7 @@ func TestWithExtensions(t *testing.T) {
 			} else {
 				got = out.ArtifactUpdate.Metadata
 			}
-			v, ok := got[bus.MetaExtensions]
+			v, ok := got[taskstore.MetaExtensions]
 			if tc.want == nil {
 				assert.False(t, ok, "%v", got)
 				return

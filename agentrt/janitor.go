@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/tasks"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // janitor re-enqueues tasks of this agent that were created but whose work
@@ -54,7 +53,7 @@ var SweepLookback = time.Hour
 func (w *Worker) sweep(ctx context.Context, since time.Time) time.Time {
 	cutoff := time.Now().Add(-w.StaleAfter)
 	var ids []string
-	err := w.Bus.ReadIndex(ctx, bus.IndexQuery{AnyOwner: true, Agent: w.Name}, since, func(e bus.IndexEntry) bool {
+	err := w.Store.ReadIndex(ctx, taskstore.IndexQuery{AnyOwner: true, Agent: w.Name}, since, func(e taskstore.IndexEntry) bool {
 		if e.Written.After(cutoff) {
 			return false // entries come in the order they were written
 		}
@@ -69,7 +68,7 @@ func (w *Worker) sweep(ctx context.Context, since time.Time) time.Time {
 		}
 		return since
 	}
-	lc := tasks.New(w.Bus, tasks.Config{})
+	lc := taskstore.NewLifecycle(w.Store, taskstore.LifecycleConfig{})
 	for _, id := range ids {
 		// The entry may be behind its task: Requeue confirms through
 		// the leader that the task is still waiting with nothing queued.

@@ -14,6 +14,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // A turn whose work item was published and then lost (here: purged from
@@ -22,22 +23,22 @@ import (
 // still remembers the lost item's Nats-Msg-Id.
 func TestJanitorRecoversAWorkItemLostInsideTheDuplicateWindow(t *testing.T) {
 	m := meshtest.Start(t)
-	b := m.Bus()
+	b := m.Store()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const agent = "janitored"
 	id, ctxID := uuid.NewString(), uuid.NewString()
 	msg := a2a.Message{MessageID: uuid.NewString(), TaskID: id, ContextID: ctxID, Role: a2a.RoleUser,
 		Parts: []a2a.Part{a2a.TextPart("lost once")}}
-	_, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: ctxID,
+	_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: ctxID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
 	require.NoError(t, err)
 	item := &bus.WorkItem{TaskID: id, ContextID: ctxID, Agent: agent, Message: msg, Enqueued: a2a.Now()}
-	require.NoError(t, b.Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil))
-	work, err := b.JetStream().Stream(ctx, bus.StreamWork)
+	require.NoError(t, b.Bus().Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil))
+	work, err := b.Bus().JetStream().Stream(ctx, bus.StreamWork)
 	require.NoError(t, err)
 	require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(bus.WorkSubject(agent, id))))
-	queued, err := b.Queued(ctx, agent, id)
+	queued, err := b.Bus().Queued(ctx, agent, id)
 	require.NoError(t, err)
 	require.False(t, queued, "the work item is gone")
 
@@ -46,7 +47,7 @@ func TestJanitorRecoversAWorkItemLostInsideTheDuplicateWindow(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: b, Agent: echo, Name: agent, Concurrency: 2,
+		w := &agentrt.Worker{Store: b, Agent: echo, Name: agent, Concurrency: 2,
 			StaleAfter: 300 * time.Millisecond, SweepEvery: 300 * time.Millisecond}
 		_ = w.Run(wctx)
 	}()
@@ -55,7 +56,7 @@ func TestJanitorRecoversAWorkItemLostInsideTheDuplicateWindow(t *testing.T) {
 	requireCompleted(t, b, id)
 }
 
-func requireCompleted(t *testing.T, b *bus.Bus, id string) {
+func requireCompleted(t *testing.T, b *taskstore.Store, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
@@ -74,7 +75,7 @@ func requireCompleted(t *testing.T, b *bus.Bus, id string) {
 // miss: it comes back, and runs once the task is there.
 func TestWorkItemForATaskNotFoundYetIsRetried(t *testing.T) {
 	m := meshtest.Start(t)
-	b := m.Bus()
+	b := m.Store()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const agent = "early"
@@ -83,7 +84,7 @@ func TestWorkItemForATaskNotFoundYetIsRetried(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: b, Agent: echo, Name: agent, Concurrency: 2}
+		w := &agentrt.Worker{Store: b, Agent: echo, Name: agent, Concurrency: 2}
 		_ = w.Run(wctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })
@@ -92,9 +93,9 @@ func TestWorkItemForATaskNotFoundYetIsRetried(t *testing.T) {
 	msg := a2a.Message{MessageID: uuid.NewString(), TaskID: id, ContextID: ctxID, Role: a2a.RoleUser,
 		Parts: []a2a.Part{a2a.TextPart("early bird")}}
 	item := &bus.WorkItem{TaskID: id, ContextID: ctxID, Agent: agent, Message: msg, Enqueued: a2a.Now()}
-	require.NoError(t, b.Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil))
+	require.NoError(t, b.Bus().Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil))
 	time.Sleep(1500 * time.Millisecond) // the worker has looked for the task by now
-	_, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: ctxID,
+	_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: ctxID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
 	require.NoError(t, err)
 	requireCompleted(t, b, id)

@@ -49,7 +49,7 @@ func TestTaskOverEventLimitFails(t *testing.T) {
 	for _, mode := range []string{"complete", "error", "return"} {
 		t.Run(mode, func(t *testing.T) {
 			name := "flood-" + mode
-			startWorker(t, m.Bus(), &flooder{mode: mode})
+			startWorker(t, m.Store(), &flooder{mode: mode})
 			waitRoutable(t, m, name)
 			task := sendText(t, m.URL+"/agents/"+name, "go")
 			require.Equal(t, a2a.StateFailed, task.Status.State)
@@ -59,7 +59,7 @@ func TestTaskOverEventLimitFails(t *testing.T) {
 			assert.Less(t, len(task.Artifacts), max, "the refused artifacts are not in the task")
 
 			// The log stays within its bound.
-			rec, err := m.Bus().LoadTask(context.Background(), task.ID)
+			rec, err := m.Store().LoadTask(context.Background(), task.ID)
 			require.NoError(t, err)
 			assert.LessOrEqual(t, rec.Events, int64(max))
 		})

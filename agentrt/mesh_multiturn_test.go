@@ -17,11 +17,11 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // relay drives the built-in ask agent through the mesh:
@@ -51,7 +51,7 @@ func (relay) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventWrite
 	case len(f) == 3 && f[0] == "continue":
 		task, err := req.Mesh().Send(ctx, "ask", a2a.Message{TaskID: f[1], Parts: []a2a.Part{a2a.TextPart(f[2])}})
 		switch {
-		case errors.Is(err, bus.ErrTaskNotFound):
+		case errors.Is(err, taskstore.ErrTaskNotFound):
 			return w.Fail("refused: not found")
 		case errors.Is(err, agentrt.ErrNotContinuable):
 			return w.Fail("refused: not continuable")
@@ -78,7 +78,7 @@ func TestMeshContinuesDelegatedTask(t *testing.T) {
 	auth, err := edge.NewAuth(map[string][]string{"alice": {aliceKey}, "bob": {bobKey}})
 	require.NoError(t, err)
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Edge.Auth = auth }))
-	startWorker(t, m.Bus(), relay{})
+	startWorker(t, m.Store(), relay{})
 	alice := client.New(m.URL+"/agents/relay", client.WithHeader(edge.APIKeyHeader, aliceKey))
 	bob := client.New(m.URL+"/agents/relay", client.WithHeader(edge.APIKeyHeader, bobKey))
 	require.Eventually(t, func() bool {
@@ -110,7 +110,7 @@ func TestMeshContinuesDelegatedTask(t *testing.T) {
 	require.Len(t, f, 3, status(parent))
 	childID := f[1]
 	assert.Equal(t, string(a2a.StateInputRequired), f[2], "the delegated task waits for input")
-	child, err := m.Bus().LoadTask(ctx, childID)
+	child, err := m.Store().LoadTask(ctx, childID)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", child.Owner, "the delegated task belongs to the caller's owner")
 	childTurns := len(child.Task.History)
@@ -120,7 +120,7 @@ func TestMeshContinuesDelegatedTask(t *testing.T) {
 	stolen := send(bob, "continue "+childID+" Mallory", "")
 	assert.Equal(t, a2a.StateFailed, stolen.Status.State)
 	assert.Equal(t, "refused: not found", status(stolen), "another owner must not continue the task")
-	child, err = m.Bus().LoadTask(ctx, childID)
+	child, err = m.Store().LoadTask(ctx, childID)
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateInputRequired, child.Task.Status.State, "the task after another owner's attempt")
 	assert.Len(t, child.Task.History, childTurns, "another owner's message reached the task's history")
@@ -134,10 +134,10 @@ func TestMeshContinuesDelegatedTask(t *testing.T) {
 	require.Equal(t, a2a.StateCompleted, done.Status.State, status(done))
 	assert.Equal(t, "child "+childID+" "+string(a2a.StateCompleted)+" Hello, Ada!", status(done),
 		"the continued task is the one delegated before, not a new one")
-	child, err = m.Bus().LoadTask(ctx, childID)
+	child, err = m.Store().LoadTask(ctx, childID)
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateCompleted, child.Task.Status.State)
-	asks, err := m.Bus().ListTasks(ctx, func(r *bus.TaskRecord) bool { return r.Agent == "ask" })
+	asks, err := m.Store().ListTasks(ctx, func(r *taskstore.TaskRecord) bool { return r.Agent == "ask" })
 	require.NoError(t, err)
 	assert.Len(t, asks, 1, "ask tasks: the continuation must not start another")
 
@@ -152,7 +152,7 @@ func TestRootMeshContinuesTask(t *testing.T) {
 	m := meshtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mesh := agentrt.NewMesh(m.Bus())
+	mesh := agentrt.NewMesh(m.Store())
 	first, err := mesh.Send(ctx, "ask", a2a.Message{Parts: []a2a.Part{a2a.TextPart("hi")}})
 	require.NoError(t, err)
 	require.Equal(t, a2a.StateInputRequired, first.Status.State)

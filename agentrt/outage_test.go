@@ -32,12 +32,12 @@ func TestRefusedClaimsDoNotUseUpTheRuns(t *testing.T) {
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	const name = "outlaster"
 	a := &counter{name: name}
-	id := queueTurn(t, m.Bus(), name, "outage-")
+	id := queueTurn(t, m.Store(), name, "outage-")
 
-	pre := capEvents(t, m.Bus(), tinyCap)
-	t.Cleanup(func() { capEvents(t, m.Bus(), pre) })
+	pre := capEvents(t, m.Store(), tinyCap)
+	t.Cleanup(func() { capEvents(t, m.Store(), pre) })
 	logs := &syncLog{}
-	startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Name: name, Concurrency: 1, Timeout: time.Minute,
+	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Concurrency: 1, Timeout: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	refused := "could not mark task working"
 	deadline := time.Now().Add(30 * time.Second)
@@ -45,10 +45,10 @@ func TestRefusedClaimsDoNotUseUpTheRuns(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	require.Greater(t, logs.count(refused), cfg.MaxDeliver, "the claim was not refused more than MaxDeliver times")
-	capEvents(t, m.Bus(), -1)
+	capEvents(t, m.Store(), -1)
 
-	rec := waitFinal(t, m.Bus(), id, 3*cfg.AckWait+10*time.Second)
+	rec := waitFinal(t, m.Store(), id, 3*cfg.AckWait+10*time.Second)
 	require.NotNil(t, rec)
-	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "log states %v", logStates(t, m.Bus(), id))
+	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "log states %v", logStates(t, m.Store(), id))
 	assert.EqualValues(t, 1, a.runs.Load(), "agent runs")
 }

@@ -28,9 +28,11 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // gatedProxy is a TCP proxy on loopback whose traffic can be held (both
@@ -181,20 +183,20 @@ func TestStalledRunIsSuperseded(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	busA, err := bus.Open(ctx, nc, cfg)
+	busA, err := bustest.OpenStoreOn(ctx, nc, cfg)
 	cancel()
 	require.NoError(t, err)
 	metA := metrics.New()
-	startWorkerWith(t, &agentrt.Worker{Bus: busA, Agent: a, Name: name, Instance: "a", Concurrency: 1, Timeout: time.Minute, Metrics: metA})
+	startWorkerWith(t, &agentrt.Worker{Store: busA, Agent: a, Name: name, Instance: "a", Concurrency: 1, Timeout: time.Minute, Metrics: metA})
 	waitRoutable(t, m, name)
 
 	id := sendAsync(t, m.URL+"/agents/"+name, "step")
 	require.Equal(t, 1, waitInt(t, a.started, 20*time.Second, "attempt 1 on worker A"))
 	proxy.hold() // A is cut off: no heartbeat gets out
-	startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Name: name, Instance: "b", Concurrency: 1, Timeout: time.Minute})
+	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Instance: "b", Concurrency: 1, Timeout: time.Minute})
 	require.Equal(t, 2, waitInt(t, a.started, 3*cfg.AckWait+10*time.Second, "attempt 2 on worker B after AckWait"))
 	// B's run has claimed the task (its working event is in the log).
-	require.Eventually(t, func() bool { return countState(logStates(t, m.Bus(), id), a2a.StateWorking) >= 2 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return countState(logStates(t, m.Store(), id), a2a.StateWorking) >= 2 }, 10*time.Second, 20*time.Millisecond)
 
 	proxy.release()
 	close(a.release[1]) // A goes on as if nothing happened
@@ -205,9 +207,9 @@ func TestStalledRunIsSuperseded(t *testing.T) {
 		t.Fatal("attempt 1 never ended")
 	}
 	close(a.release[2])
-	rec := waitFinal(t, m.Bus(), id, 20*time.Second)
+	rec := waitFinal(t, m.Store(), id, 20*time.Second)
 	require.NotNil(t, rec)
-	states := logStates(t, m.Bus(), id)
+	states := logStates(t, m.Store(), id)
 	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "log states %v", states)
 	assert.Equal(t, "completed by attempt 2", statusText(rec))
 	require.Len(t, rec.Task.Artifacts, 1)
@@ -224,18 +226,18 @@ func TestStoppedWorkerHandsBack(t *testing.T) {
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	const name = "handback"
 	a := newStepper(name)
-	stopA := startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Name: name, Instance: "a", Concurrency: 1, Timeout: time.Minute})
+	stopA := startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Instance: "a", Concurrency: 1, Timeout: time.Minute})
 	waitRoutable(t, m, name)
 	id := sendAsync(t, m.URL+"/agents/"+name, "step")
 	require.Equal(t, 1, waitInt(t, a.started, 20*time.Second, "attempt 1 on worker A"))
 	stopA()
 	stoppedAt := time.Now()
-	startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Name: name, Instance: "b", Concurrency: 1, Timeout: time.Minute})
+	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Instance: "b", Concurrency: 1, Timeout: time.Minute})
 	// Well under AckWait: only a hand-back explains a run this soon.
 	require.Equal(t, 2, waitInt(t, a.started, cfg.AckWait/3, "attempt 2 on worker B after A stopped (AckWait "+cfg.AckWait.String()+")"))
 	t.Logf("handed back: attempt 2 started %v after worker A stopped", time.Since(stoppedAt).Round(time.Millisecond))
 	close(a.release[2])
-	rec := waitFinal(t, m.Bus(), id, 20*time.Second)
+	rec := waitFinal(t, m.Store(), id, 20*time.Second)
 	require.NotNil(t, rec)
 	assert.Equal(t, a2a.StateCompleted, rec.Task.Status.State)
 	assert.Equal(t, "completed by attempt 2", statusText(rec))
@@ -284,39 +286,39 @@ func TestRefusedClaimRunsLater(t *testing.T) {
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
 	const name = "claimer"
 	a := &counter{name: name}
-	id := queueTurn(t, m.Bus(), name, "claim-")
+	id := queueTurn(t, m.Store(), name, "claim-")
 
-	pre := capEvents(t, m.Bus(), tinyCap)
-	t.Cleanup(func() { capEvents(t, m.Bus(), pre) })
+	pre := capEvents(t, m.Store(), tinyCap)
+	t.Cleanup(func() { capEvents(t, m.Store(), pre) })
 	logs := &syncLog{}
-	startWorkerWith(t, &agentrt.Worker{Bus: m.Bus(), Agent: a, Name: name, Concurrency: 1, Timeout: time.Minute,
+	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Concurrency: 1, Timeout: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	deadline := time.Now().Add(20 * time.Second)
 	for !logs.has("could not mark task working") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.True(t, logs.has("could not mark task working"), "the worker never met the refused claim")
-	capEvents(t, m.Bus(), -1)
+	capEvents(t, m.Store(), -1)
 
-	rec := waitFinal(t, m.Bus(), id, 3*cfg.AckWait+10*time.Second)
+	rec := waitFinal(t, m.Store(), id, 3*cfg.AckWait+10*time.Second)
 	require.NotNil(t, rec)
-	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "task whose claim was refused once; log states %v", logStates(t, m.Bus(), id))
+	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "task whose claim was refused once; log states %v", logStates(t, m.Store(), id))
 	assert.EqualValues(t, 1, a.runs.Load(), "agent runs")
 }
 
 // queueTurn writes a task of agent and its work item as an edge would,
 // while no worker runs, and returns the task's id (prefix and the test's
 // name).
-func queueTurn(t *testing.T, b *bus.Bus, agent, prefix string) string {
+func queueTurn(t *testing.T, b *taskstore.Store, agent, prefix string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id := prefix + strings.ReplaceAll(t.Name(), "/", "-")
 	msg := a2a.Message{MessageID: "m-" + id, Role: a2a.RoleUser, TaskID: id, ContextID: "ctx-" + id, Parts: []a2a.Part{a2a.TextPart(prefix)}}
-	_, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
+	_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
 	require.NoError(t, err)
-	require.NoError(t, b.Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: agent, Message: msg, Enqueued: a2a.Now()},
+	require.NoError(t, b.Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: agent, Message: msg, Enqueued: a2a.Now()},
 		bus.WorkMsgID(id, msg.MessageID), nil))
 	return id
 }

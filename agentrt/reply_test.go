@@ -62,7 +62,7 @@ func TestReplyRefusedAfterOutput(t *testing.T) {
 		{name: "late", declares: true},
 		{name: "undeclared", declares: false, first: true},
 	} {
-		startWorker(t, m.Bus(), l)
+		startWorker(t, m.Store(), l)
 		waitRoutable(t, m, l.name)
 		task := sendText(t, m.URL+"/agents/"+l.name, "x")
 		assert.Equal(t, a2a.StateCompleted, task.Status.State, l.name)
@@ -77,7 +77,7 @@ func TestReplyRefusedAfterOutput(t *testing.T) {
 	}
 
 	l := lateReplier{name: "early", declares: true, first: true}
-	startWorker(t, m.Bus(), l)
+	startWorker(t, m.Store(), l)
 	waitRoutable(t, m, l.name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -93,7 +93,7 @@ func TestMeshSendToAReplier(t *testing.T) {
 	m := meshtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	task, err := agentrt.NewMesh(m.Bus()).Send(ctx, "hello", a2a.Message{Parts: []a2a.Part{a2a.TextPart("bus")}})
+	task, err := agentrt.NewMesh(m.Store()).Send(ctx, "hello", a2a.Message{Parts: []a2a.Part{a2a.TextPart("bus")}})
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateCompleted, task.Status.State)
 	r := task.Reply()

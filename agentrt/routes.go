@@ -21,7 +21,7 @@ type routes struct {
 // start runs the table until ctx (the worker's) ends.
 func (r *routes) start(ctx context.Context, w *Worker) {
 	r.once.Do(func() {
-		r.table = registry.NewTable(w.Bus)
+		r.table = registry.NewTable(w.Store.Bus())
 		// No connection probes: a table in every worker probing every
 		// worker's connection a few times a second would cost the fleet
 		// workers² requests. A call to an agent whose last worker just
@@ -60,5 +60,5 @@ func (w *Worker) liveAgent(ctx context.Context, agent string) (bool, error) {
 		default:
 		}
 	}
-	return registry.Live(ctx, w.Bus, agent)
+	return registry.Live(ctx, w.Store.Bus(), agent)
 }

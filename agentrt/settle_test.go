@@ -32,21 +32,22 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // capEvents sets the events stream's max_msg_size (-1: no limit) and
 // returns the previous value.
-func capEvents(t *testing.T, b *bus.Bus, size int32) int32 {
+func capEvents(t *testing.T, b *taskstore.Store, size int32) int32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, bus.StreamEvents)
+	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
 	prev := cfg.MaxMsgSize
 	cfg.MaxMsgSize = size
-	_, err = b.JetStream().UpdateStream(ctx, cfg)
-	require.NoError(t, err, "set max_msg_size of %s to %d", bus.StreamEvents, size)
+	_, err = b.Bus().JetStream().UpdateStream(ctx, cfg)
+	require.NoError(t, err, "set max_msg_size of %s to %d", taskstore.StreamEvents, size)
 	return prev
 }
 
@@ -111,10 +112,10 @@ func sendAsync(t *testing.T, url, text string) string {
 // waitFinal polls the task until it is in a final state (completed, failed,
 // canceled, rejected, input-required...) or budget runs out; it returns the
 // last snapshot read.
-func waitFinal(t *testing.T, b *bus.Bus, id string, budget time.Duration) *bus.TaskRecord {
+func waitFinal(t *testing.T, b *taskstore.Store, id string, budget time.Duration) *taskstore.TaskRecord {
 	t.Helper()
 	deadline := time.Now().Add(budget)
-	var rec *bus.TaskRecord
+	var rec *taskstore.TaskRecord
 	for i := 0; i < 10_000 && time.Now().Before(deadline); i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		r, err := b.LoadTask(ctx, id)
@@ -132,16 +133,16 @@ func waitFinal(t *testing.T, b *bus.Bus, id string, budget time.Duration) *bus.T
 
 // logStates lists the states of the status events in task id's log, in
 // order (a task's creation entry counts as its state then).
-func logStates(t *testing.T, b *bus.Bus, id string) []a2a.TaskState {
+func logStates(t *testing.T, b *taskstore.Store, id string) []a2a.TaskState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, bus.StreamEvents)
+	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
 	var out []a2a.TaskState
 	next := uint64(1)
 	for i := 0; i < 1000; i++ {
-		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(bus.EventsSubject(id)))
+		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(taskstore.EventsSubject(id)))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
@@ -190,7 +191,7 @@ type refused struct {
 	//   "artifact": writes an artifact too big for the (pre-set) cap and
 	//               returns the write's error (the bus failed, not the agent).
 	mode  string
-	b     *bus.Bus
+	b     *taskstore.Store
 	runs  atomic.Int64
 	first chan struct{} // closed when run 1 is about to end
 }
@@ -221,13 +222,13 @@ func (r *refused) Run(ctx context.Context, req *agentrt.Request, w agentrt.Event
 	tiny := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s, err := r.b.JetStream().Stream(ctx, bus.StreamEvents)
+		s, err := r.b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 		if err != nil {
 			panic(err)
 		}
 		cfg := s.CachedInfo().Config
 		cfg.MaxMsgSize = tinyCap
-		if _, err := r.b.JetStream().UpdateStream(ctx, cfg); err != nil {
+		if _, err := r.b.Bus().JetStream().UpdateStream(ctx, cfg); err != nil {
 			panic(err)
 		}
 	}
@@ -263,18 +264,18 @@ func TestRefusedEndOfTurnRunsAgain(t *testing.T) {
 	for _, mode := range []string{"complete", "error", "timeout", "public", "artifact"} {
 		t.Run(mode, func(t *testing.T) {
 			name := "refused-" + mode
-			a := &refused{name: name, mode: mode, b: m.Bus(), first: make(chan struct{})}
+			a := &refused{name: name, mode: mode, b: m.Store(), first: make(chan struct{})}
 			met := metrics.New()
-			w := &agentrt.Worker{Bus: m.Bus(), Agent: a, Concurrency: 2, Timeout: 20 * time.Second, Metrics: met}
+			w := &agentrt.Worker{Store: m.Store(), Agent: a, Concurrency: 2, Timeout: 20 * time.Second, Metrics: met}
 			if mode == "timeout" {
 				w.Timeout = 500 * time.Millisecond
 			}
 			startWorkerWith(t, w)
 			waitRoutable(t, m, name)
-			pre := capEvents(t, m.Bus(), -1)
-			t.Cleanup(func() { capEvents(t, m.Bus(), pre) })
+			pre := capEvents(t, m.Store(), -1)
+			t.Cleanup(func() { capEvents(t, m.Store(), pre) })
 			if mode == "public" || mode == "artifact" {
-				capEvents(t, m.Bus(), smallCap)
+				capEvents(t, m.Store(), smallCap)
 			}
 
 			id := sendAsync(t, m.URL+"/agents/"+name, "go")
@@ -290,14 +291,14 @@ func TestRefusedEndOfTurnRunsAgain(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			retried := runsOf(t, met, name, metrics.RunRetried)
-			capEvents(t, m.Bus(), -1)
+			capEvents(t, m.Store(), -1)
 			assert.GreaterOrEqualf(t, retried, 1.0, "the run whose end the bus refused was not handed back (settled runs: %v)",
 				runsOf(t, met, name, metrics.RunSettled))
 
 			budget := 3*cfg.AckWait + 10*time.Second
-			rec := waitFinal(t, m.Bus(), id, budget)
+			rec := waitFinal(t, m.Store(), id, budget)
 			require.NotNil(t, rec, "task %s unreadable", id)
-			states := logStates(t, m.Bus(), id)
+			states := logStates(t, m.Store(), id)
 			require.Equalf(t, a2a.StateCompleted, rec.Task.Status.State,
 				"task %s after its first run's end was refused (waited %v); log states %v; status %q",
 				id, budget, states, statusText(rec))
@@ -311,7 +312,7 @@ func TestRefusedEndOfTurnRunsAgain(t *testing.T) {
 	}
 }
 
-func statusText(rec *bus.TaskRecord) string {
+func statusText(rec *taskstore.TaskRecord) string {
 	if rec == nil || rec.Task.Status.Message == nil {
 		return ""
 	}

@@ -35,7 +35,7 @@ func recordSpans(t *testing.T) (*tracetest.SpanRecorder, trace.Tracer) {
 func coordinatorMesh(t *testing.T) (*tracetest.SpanRecorder, trace.Tracer, *meshtest.Mesh) {
 	sr, tracer := recordSpans(t)
 	m := meshtest.Start(t)
-	startWorker(t, m.Bus(), &coordinator{})
+	startWorker(t, m.Store(), &coordinator{})
 	waitRoutable(t, m, "coordinator")
 	return sr, tracer, m
 }
@@ -165,10 +165,10 @@ func TestTraceAcrossDelegationFromTraceparent(t *testing.T) {
 	assert.Equal(t, childID, attr(childRun, "a2a.task.id"))
 
 	// Both tasks remember the span that created them.
-	rec, err := m.Bus().LoadTask(context.Background(), res.Task.ID)
+	rec, err := m.Store().LoadTask(context.Background(), res.Task.ID)
 	require.NoError(t, err)
 	assert.Equal(t, tracing.Traceparent(server.SpanContext()), rec.Trace)
-	child, err := m.Bus().LoadTask(context.Background(), childID)
+	child, err := m.Store().LoadTask(context.Background(), childID)
 	require.NoError(t, err)
 	assert.Equal(t, tracing.Traceparent(delegate.SpanContext()), child.Trace)
 }

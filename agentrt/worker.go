@@ -11,17 +11,19 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/lazylog"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/registry"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Worker runs one Agent against the mesh.
 type Worker struct {
-	Bus   *bus.Bus
+	Store *taskstore.Store
 	Agent Agent
 	// Name is the agent's name in the mesh (subject token); defaults to
 	// the card's name when that is a valid token.
@@ -52,9 +54,10 @@ type Worker struct {
 	handMu   sync.Mutex
 	handBack []*bus.Msg // work interrupted by shutdown, to Nak once fetching stopped
 
-	runCtx  context.Context // Run's context, for what runs as long as the worker
-	routes  routes          // the live fleet, for calls to other agents (routes.go)
-	cancels cancels         // the runs in hand that a cancel stops
+	lifecycle *taskstore.Lifecycle // the caller's side of the store, for calls to other agents
+	runCtx    context.Context      // Run's context, for what runs as long as the worker
+	routes    routes               // the live fleet, for calls to other agents (routes.go)
+	cancels   cancels              // the runs in hand that a cancel stops
 }
 
 // cancels routes the mesh's cancels to this worker's runs: one
@@ -164,6 +167,10 @@ func (w *Worker) defaults() error {
 // tasks in hand: a task interrupted by shutdown is handed back to the queue
 // for another worker.
 func (w *Worker) Run(ctx context.Context) error {
+	if w.Store == nil {
+		return errors.New("agentrt: Worker.Store is required")
+	}
+	w.lifecycle = taskstore.NewLifecycle(w.Store, taskstore.LifecycleConfig{})
 	if err := w.defaults(); err != nil {
 		return err
 	}
@@ -172,8 +179,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Bus, bus.StreamWork, bus.ConsumerName(w.Name)))
-	w.cancels.start(ctx, w.Bus, w.Logger)
+	w.Metrics.AddConsumers(metrics.StreamConsumers(w.Store.Bus(), bus.StreamWork, bus.ConsumerName(w.Name)))
+	w.cancels.start(ctx, w.Store.Bus(), w.Logger)
 	// Both cards as edges serve them: named for the worker, and listing
 	// the message-replies extension when the agent declares replies.
 	meshCard := func(c a2a.AgentCard) a2a.AgentCard {
@@ -201,7 +208,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if cc, ok := w.Agent.(CardChecker); ok { // a proxy: what it verified of its upstream's card
 			entry.Check = cc.CardCheck
 		}
-		if err := registry.PublishCards(ctx, w.Bus, entry, cards, w.Logger); err != nil {
+		if err := registry.PublishCards(ctx, w.Store.Bus(), entry, cards, w.Logger); err != nil {
 			w.Logger.Error("registry publish failed", "err", err)
 		}
 	}()
@@ -235,7 +242,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // invalid agent name stops it.
 func (w *Worker) workConsumer(ctx context.Context) (bus.Consumer, error) {
 	for attempt := 1; ; attempt++ {
-		cons, err := w.Bus.WorkConsumer(ctx, w.Name)
+		cons, err := w.Store.Bus().WorkConsumer(ctx, w.Name)
 		if err == nil {
 			return cons, nil
 		}
@@ -265,7 +272,7 @@ func (w *Worker) handBackAll() {
 		return
 	}
 	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	_ = w.Bus.Flush(fctx)
+	_ = w.Store.Bus().Flush(fctx)
 	cancel()
 	for _, m := range msgs {
 		_ = m.Nak()
@@ -312,7 +319,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	var item bus.WorkItem
 	if err := json.Unmarshal(m.Data(), &item); err != nil || !bus.ValidToken(item.TaskID) {
 		w.Logger.Error("undecodable work item, dead-lettered", "err", err)
-		_ = w.Bus.DeadLetter(bg, w.Name, m.Data(), "undecodable")
+		_ = w.Store.Bus().DeadLetter(bg, w.Name, m.Data(), "undecodable")
 		_ = m.Term()
 		return
 	}
@@ -323,10 +330,10 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		log = log.With("trace_id", sc.TraceID().String())
 	}
 	opCtx, cancelOp := context.WithTimeout(bg, 20*time.Second)
-	rec, err := w.Bus.PeekTask(opCtx, item.TaskID)
+	rec, err := w.Store.PeekTask(opCtx, item.TaskID)
 	cancelOp()
 	switch {
-	case errors.Is(err, bus.ErrTaskNotFound):
+	case errors.Is(err, taskstore.ErrTaskNotFound):
 		w.taskNotFound(log, m, &meta, &item)
 		return
 	case err != nil:
@@ -343,7 +350,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		// count below needs. Fold the log (a first delivery, the hot path,
 		// skips this read).
 		lctx, cancelLoad := context.WithTimeout(bg, 20*time.Second)
-		if fresh, err := w.Bus.LoadTask(lctx, item.TaskID); err == nil {
+		if fresh, err := w.Store.LoadTask(lctx, item.TaskID); err == nil {
 			rec = fresh
 		}
 		cancelLoad()
@@ -357,17 +364,17 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		_ = m.Ack()
 		return
 	}
-	wr := &writer{b: w.Bus, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
+	wr := &writer{b: w.Store, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
 		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered), act: &activation{}, replies: replies(w.Agent)}
 	// Runs of this turn that claimed the task and did not settle it: the
 	// next one would be run number TurnRuns+1. Deliveries the bus refused
 	// before they could run (a failover, a full disk) do not count.
-	if runs := rec.TurnRuns; runs > 0 && runs+1 >= w.Bus.Config().MaxDeliver {
+	if runs := rec.TurnRuns; runs > 0 && runs+1 >= w.Store.Bus().Config().MaxDeliver {
 		log.Error("task abandoned after repeated worker failures", "runs", runs)
 		if !w.settle(log, m, item.TaskID, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", runs+1))) {
 			return
 		}
-		if err := w.Bus.DeadLetter(bg, w.Name, m.Data(), "max deliveries"); err != nil {
+		if err := w.Store.Bus().DeadLetter(bg, w.Name, m.Data(), "max deliveries"); err != nil {
 			log.Error("could not dead-letter the abandoned work item", "err", err)
 		}
 		_ = m.Ack()
@@ -376,7 +383,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 
 	runCtx, cancelRun := context.WithCancelCause(trace.ContextWithSpan(ctx, span))
 	defer cancelRun(nil)
-	defer w.cancels.watch(w.Bus, item.TaskID, func() { cancelRun(ErrCanceled) })()
+	defer w.cancels.watch(w.Store.Bus(), item.TaskID, func() { cancelRun(ErrCanceled) })()
 	stopBeat := w.heartbeat(m)
 	defer stopBeat()
 
@@ -396,7 +403,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		AcceptedOutputModes: item.AcceptedOutputModes, Metadata: item.Metadata, Attempt: int(meta.NumDelivered),
 		Extensions: item.Extensions, owner: rec.Owner, act: wr.act,
 	}
-	req.mesh = &Mesh{b: w.Bus, parent: req, agent: w.Name, live: w.liveAgent, MaxWait: w.DelegateWait}
+	req.mesh = &Mesh{store: w.Store, lc: w.lifecycle, parent: req, agent: w.Name, live: w.liveAgent, MaxWait: w.DelegateWait}
 	timeoutCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.Timeout, ErrTimedOut)
 	defer cancelTimeout()
 	runEnded := w.Metrics.RunStarted(w.Name, meta.Timestamp)
@@ -438,7 +445,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 			outcome = metrics.RunRetried
 			return
 		}
-	case runErr != nil && wr.writeFailed() != nil && !errors.Is(wr.writeFailed(), bus.ErrTaskLogFull):
+	case runErr != nil && wr.writeFailed() != nil && !errors.Is(wr.writeFailed(), taskstore.ErrTaskLogFull):
 		// The bus, not the agent, failed (a NATS node lost, say): run the
 		// turn again once it is back rather than fail the task.
 		log.Warn("could not record the agent's events; the turn will run again", "err", wr.writeFailed())
@@ -469,11 +476,11 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 // where an operator can see it, never silently.
 func (w *Worker) taskNotFound(log *slog.Logger, m *bus.Msg, meta *bus.MsgInfo, item *bus.WorkItem) {
 	n := int(meta.NumDelivered)
-	if n >= w.Bus.Config().MaxDeliver {
+	if n >= w.Store.Bus().Config().MaxDeliver {
 		log.Error("work item for a task that stayed not found; dead-lettered", "deliveries", n)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := w.Bus.DeadLetter(ctx, w.Name, m.Data(), "task not found"); err != nil {
+		if err := w.Store.Bus().DeadLetter(ctx, w.Name, m.Data(), "task not found"); err != nil {
 			log.Error("could not dead-letter the work item; will retry", "err", err)
 			_ = m.NakWithDelay(notFoundMaxDelay)
 			return
@@ -498,7 +505,7 @@ const notFoundMaxDelay = 8 * time.Second
 // taking the task from each other. rec may be an older snapshot than the
 // log; each reason is a fact of the log's prefix that later events do not
 // undo.
-func (w *Worker) alreadyServed(ctx context.Context, rec *bus.TaskRecord, item *bus.WorkItem, meta *bus.MsgInfo) string {
+func (w *Worker) alreadyServed(ctx context.Context, rec *taskstore.TaskRecord, item *bus.WorkItem, meta *bus.MsgInfo) string {
 	h := rec.Task.History
 	turn := -1
 	for i := len(h) - 1; i >= 0; i-- {
@@ -529,7 +536,7 @@ func (w *Worker) alreadyServed(ctx context.Context, rec *bus.TaskRecord, item *b
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if held, err := w.Bus.WorkHeld(c, seq); err == nil && held {
+	if held, err := w.Store.Bus().WorkHeld(c, seq); err == nil && held {
 		return "another work item for the same turn holds the task"
 	}
 	return ""
@@ -555,7 +562,7 @@ func (w *Worker) settle(log *slog.Logger, m *bus.Msg, taskID string, err error) 
 	if err == nil || errors.Is(err, ErrTaskClosed) {
 		return true
 	}
-	if errors.Is(err, bus.ErrTaskLogFull) {
+	if errors.Is(err, taskstore.ErrTaskLogFull) {
 		// Running again would hit the same bound: the task stays as last
 		// recorded (until retention removes it).
 		log.Error("task reached the events-per-task limit; its final state could not be recorded", "err", err)
@@ -622,7 +629,7 @@ func failureText(err error) string {
 // of AckWait, until the returned stop is called: three beats may be lost
 // (a NATS node failing over) before the task is redelivered.
 func (w *Worker) heartbeat(m *bus.Msg) func() {
-	every := w.Bus.Config().AckWait / 4
+	every := w.Store.Bus().Config().AckWait / 4
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -655,7 +662,7 @@ func historyBefore(h []a2a.Message, id string) []a2a.Message {
 // noticeStoreFull tells a blocking send waiting for the task that its turn
 // waits for space when err says the store is full (bus.NoticeStoreFull).
 func (w *Worker) noticeStoreFull(taskID string, err error) {
-	if errors.Is(err, bus.ErrStoreFull) {
-		w.Bus.NoticeStoreFull(taskID)
+	if errors.Is(err, taskstore.ErrStoreFull) {
+		w.Store.NoticeStoreFull(taskID)
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/google/uuid"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 func newID() string { return uuid.NewString() }
@@ -21,7 +22,7 @@ func newID() string { return uuid.NewString() }
 // or interrupted state and otherwise every storeEvery events or
 // storeInterval, since readers fold newer log events into it.
 type writer struct {
-	b       *bus.Bus
+	b       *taskstore.Store
 	taskID  string
 	ctxID   string
 	turn    string // message id of the user turn being run
@@ -30,7 +31,7 @@ type writer struct {
 	replies bool   // the agent declares message replies (MessageReplier)
 
 	mu         sync.Mutex
-	rec        *bus.TaskRecord
+	rec        *taskstore.TaskRecord
 	claimed    bool          // whether this run has claimed the task yet
 	decided    bool          // the run recorded an event after its claim
 	superseded bool          // a newer run of the same work claimed the task
@@ -61,21 +62,21 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	}
 	store := final || w.unstored+1 >= storeEvery || time.Since(w.lastStored) >= storeInterval
 	activated := w.act.list()
-	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(cur *bus.TaskRecord) (*a2a.StreamResponse, error) {
+	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(cur *taskstore.TaskRecord) (*a2a.StreamResponse, error) {
 		return withExtensions(ev, activated, cur.Extensions), nil
-	}, bus.AppendOptions{Store: store, Run: w.run, Claim: !w.claimed})
-	if errors.Is(err, bus.ErrTerminal) {
+	}, taskstore.AppendOptions{Store: store, Run: w.run, Claim: !w.claimed})
+	if errors.Is(err, taskstore.ErrTerminal) {
 		w.rec = rec
 		return ErrTaskClosed
 	}
-	if errors.Is(err, bus.ErrSuperseded) {
+	if errors.Is(err, taskstore.ErrSuperseded) {
 		w.superseded = true
 		return ErrTaskClosed
 	}
 	if err != nil {
 		w.rec = nil // reload next time
 		w.busErr = err
-		w.full = w.full || errors.Is(err, bus.ErrTaskLogFull)
+		w.full = w.full || errors.Is(err, taskstore.ErrTaskLogFull)
 		return err
 	}
 	w.rec = rec

@@ -10,6 +10,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// Defaults of the count bounds.
+const (
+	DefaultMaxTasks      = 1_000_000
+	DefaultMaxTaskEvents = 10_000
+	// EventsPerTask sizes the default MaxEvents: an average task's log
+	// (submitted, working, a few artifacts, final) is well under it.
+	EventsPerTask = 32
+)
+
 // Config sets the JetStream layout's limits. Zero values take the defaults
 // from DefaultConfig.
 type Config struct {
@@ -94,7 +103,7 @@ func (c Config) withDefaults() Config {
 	}
 	d.MaxEvents = c.MaxEvents
 	if d.MaxEvents <= 0 {
-		d.MaxEvents = d.MaxTasks * eventsPerTask
+		d.MaxEvents = d.MaxTasks * EventsPerTask
 	}
 	return d
 }
@@ -105,22 +114,10 @@ type Bus struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	cfg      Config
-	events   jetstream.Stream
 	work     jetstream.Stream
-	tasks    jetstream.KeyValue
 	registry jetstream.KeyValue
 	// deadStream holds the dead letters (dead.go).
 	deadStream jetstream.Stream
-	// indexStream is the task index (index.go).
-	indexStream jetstream.Stream
-	// delegStream records which tasks each task delegated (delegations.go).
-	delegStream jetstream.Stream
-	// countStream holds the task counters, and counts this process's
-	// changes to them (counts.go).
-	countStream jetstream.Stream
-	counts      counts
-	// stalls hands store-full notices to settle watches (stalls.go).
-	stalls stalls
 	// leases holds the work one process does at a time (lease.go), and
 	// instance names this bus as their holder.
 	leases   jetstream.KeyValue
@@ -157,25 +154,6 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 	}, {
-		Name:        StreamEvents,
-		Description: "a2amesh: each task's ordered event log",
-		Subjects:    []string{subjEventsPrefix + "*"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      c.Retention,
-		Storage:     jetstream.FileStorage,
-		Replicas:    c.Replicas,
-		AllowDirect: b.allowDirect(), // leader reads on R3 (ensure.go)
-		// Appends carry a message id only so that publish can repeat
-		// them through a failover: the window need only outlast that
-		// (the default, 2 min, kept four times the ids in memory).
-		Duplicates: 2 * failoverBudget,
-		// Refuse rather than drop (retention.go): a full log fails its
-		// task's next append; Trim keeps the stream below MaxEvents.
-		Discard:              jetstream.DiscardNew,
-		DiscardNewPerSubject: true,
-		MaxMsgsPerSubject:    c.MaxTaskEvents,
-		MaxMsgs:              c.MaxEvents,
-	}, {
 		Name:        StreamDead,
 		Description: "a2amesh: work items that exhausted their deliveries",
 		Subjects:    []string{subjDeadPrefix + ">"},
@@ -184,78 +162,23 @@ func (b *Bus) ensure(ctx context.Context) error {
 		MaxMsgs:     100_000,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
-	}, {
-		Name:        StreamIndex,
-		Description: "a2amesh: one entry per task, in the order tasks last changed status",
-		Subjects:    []string{subjIndexPrefix + ">"},
-		Retention:   jetstream.LimitsPolicy,
-		// An entry lives as long as its task: both age out Retention
-		// after their last write, and both are bounded by MaxTasks
-		// (Trim evicts a task's entry with it).
-		MaxAge:            c.Retention,
-		MaxMsgsPerSubject: 1,
-		MaxMsgs:           c.MaxTasks,
-		Discard:           jetstream.DiscardOld,
-		Storage:           jetstream.FileStorage,
-		Replicas:          c.Replicas,
-		AllowDirect:       b.allowDirect(),
-	}, {
-		Name:        StreamDelegations,
-		Description: "a2amesh: the tasks each task delegated, one entry each",
-		Subjects:    []string{subjDelegPrefix + "*"},
-		Retention:   jetstream.LimitsPolicy,
-		// An entry lives as long as the tasks it names (Retention after
-		// their last write, at most).
-		MaxAge:            c.Retention,
-		MaxMsgsPerSubject: MaxDelegations,
-		MaxMsgs:           c.MaxTasks,
-		Discard:           jetstream.DiscardOld,
-		Duplicates:        2 * failoverBudget,
-		Storage:           jetstream.FileStorage,
-		Replicas:          c.Replicas,
-	}, {
-		Name:        StreamCounts,
-		Description: "a2amesh: how many tasks each owner has, of each agent",
-		Subjects:    []string{subjCountPrefix + ">"},
-		Retention:   jetstream.LimitsPolicy,
-		// A counter's last message holds its value.
-		MaxMsgsPerSubject: 1,
-		Discard:           jetstream.DiscardOld,
-		AllowMsgCounter:   true,
-		Storage:           jetstream.FileStorage,
-		Replicas:          c.Replicas,
-		AllowDirect:       b.allowDirect(),
 	}}
 	for _, sc := range streams {
-		if _, err := b.ensureStream(ctx, sc); err != nil {
+		if _, err := b.EnsureStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
 		}
 	}
 	var err error
-	if b.events, err = b.js.Stream(ctx, StreamEvents); err != nil {
-		return fmt.Errorf("bus: stream %s: %w", StreamEvents, err)
-	}
 	if b.work, err = b.js.Stream(ctx, StreamWork); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamWork, err)
 	}
 	if b.deadStream, err = b.js.Stream(ctx, StreamDead); err != nil {
 		return fmt.Errorf("bus: stream %s: %w", StreamDead, err)
 	}
-	if b.indexStream, err = b.js.Stream(ctx, StreamIndex); err != nil {
-		return fmt.Errorf("bus: stream %s: %w", StreamIndex, err)
-	}
-	if b.delegStream, err = b.js.Stream(ctx, StreamDelegations); err != nil {
-		return fmt.Errorf("bus: stream %s: %w", StreamDelegations, err)
-	}
-	if b.countStream, err = b.js.Stream(ctx, StreamCounts); err != nil {
-		return fmt.Errorf("bus: stream %s: %w", StreamCounts, err)
-	}
 	kvs := []struct {
 		dst *jetstream.KeyValue
 		cfg jetstream.KeyValueConfig
 	}{
-		{&b.tasks, jetstream.KeyValueConfig{Bucket: BucketTasks, Description: "a2amesh: task snapshots",
-			History: 1, TTL: c.Retention, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 		{&b.registry, jetstream.KeyValueConfig{Bucket: BucketRegistry, Description: "a2amesh: agent cards of live workers",
 			History: 1, TTL: c.RegistryTTL * 3, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 		// An entry outlives its lease's TTL only to be taken over by
@@ -264,14 +187,11 @@ func (b *Bus) ensure(ctx context.Context) error {
 			History: 1, TTL: leaseBucketTTL, Storage: jetstream.FileStorage, Replicas: c.Replicas}},
 	}
 	for _, k := range kvs {
-		kv, err := b.ensureKV(ctx, k.cfg)
+		kv, err := b.EnsureKV(ctx, k.cfg)
 		if err != nil {
 			return fmt.Errorf("bus: bucket %s: %w", k.cfg.Bucket, err)
 		}
 		*k.dst = kv
-	}
-	if err := b.applyTaskLimits(ctx); err != nil {
-		return fmt.Errorf("bus: bucket %s: %w", BucketTasks, err)
 	}
 	return nil
 }
@@ -284,8 +204,11 @@ func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 // Config is the layout configuration in force.
 func (b *Bus) Config() Config { return b.cfg }
 
-// isWrongLastSeq reports a failed compare-and-set (expected last sequence).
-func isWrongLastSeq(err error) bool {
+// Conn is the NATS connection the bus uses.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// IsWrongLastSeq reports a failed compare-and-set (expected last sequence).
+func IsWrongLastSeq(err error) bool {
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
 		return false

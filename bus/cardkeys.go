@@ -27,7 +27,7 @@ type CardKeys struct{ kv jetstream.KeyValue }
 
 // CardKeyStore opens (creating on first use) the card key bucket.
 func (b *Bus) CardKeyStore(ctx context.Context) (*CardKeys, error) {
-	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
+	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketCardKeys,
 		Description: "a2amesh: the keys edges sign agent cards with",
 		History:     1,

@@ -48,7 +48,7 @@ func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason 
 		if err != nil {
 			// The letter matters more than its link: record it unchained.
 			msg.Header.Set(hdrDeadPrev, "0")
-			_, err = b.publish(ctx, msg, id)
+			_, err = b.Publish(ctx, msg, id)
 			return err
 		}
 		msg.Header.Set(hdrDeadPrev, strconv.FormatUint(prev, 10))
@@ -59,8 +59,8 @@ func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason 
 		if try < deadChainTries {
 			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(prev))
 		}
-		_, err = b.publish(ctx, msg, opts...)
-		if err == nil || try >= deadChainTries || !isWrongLastSeq(err) {
+		_, err = b.Publish(ctx, msg, opts...)
+		if err == nil || try >= deadChainTries || !IsWrongLastSeq(err) {
 			return err
 		}
 		if !Sleep(ctx, time.Duration(rand.Int64N(int64(deadChainJitter)))) {
@@ -72,7 +72,7 @@ func (b *Bus) DeadLetter(ctx context.Context, agent string, data []byte, reason 
 // lastDeadSeq is the stream sequence of agent's newest dead letter, 0
 // when it has none.
 func (b *Bus) lastDeadSeq(ctx context.Context, agent string) (uint64, error) {
-	m, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+	m, err := Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
 		return b.deadStream.GetLastMsgForSubject(c, DeadSubject(agent))
 	})
 	switch {
@@ -111,7 +111,7 @@ func (b *Bus) RecentDeadLetters(ctx context.Context, agent string, n int) ([]Dea
 	subject := DeadSubject(agent)
 	var out []DeadLetterInfo
 	for seq := uint64(0); len(out) < n; {
-		m, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+		m, err := Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
 			if seq == 0 {
 				return b.deadStream.GetLastMsgForSubject(c, subject)
 			}

@@ -2,76 +2,14 @@ package bus
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 )
-
-// Every -32000 of the bus is an *a2a.Error, and a2a.Error's Is compares
-// codes: the retention errors must still be told apart. A worker that took
-// a failover past its budget, or a full store, for a full task log would
-// settle the turn for good (ack the work, the task left working) instead
-// of running it again once the bus is back.
-func TestRetentionErrorsAreDistinct(t *testing.T) {
-	apiFull := &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}
-	unavailable := fmt.Errorf("%w: %w", ErrUnavailable, context.DeadlineExceeded)
-	storeFull := fmt.Errorf("%w: %w", ErrStoreFull, apiFull)
-	logFull := fmt.Errorf("%w: %w", ErrTaskLogFull, errors.New("maximum messages per subject exceeded"))
-	for _, c := range []struct {
-		name   string
-		err    error
-		target error
-		want   bool
-	}{
-		{"failover is not a full log", unavailable, ErrTaskLogFull, false},
-		{"a full store is not a full log", storeFull, ErrTaskLogFull, false},
-		{"a full log is one", logFull, ErrTaskLogFull, true},
-		{"a full log is not a full store", logFull, ErrStoreFull, false},
-		{"failover is not a full store", unavailable, ErrStoreFull, false},
-		{"a full store is one", storeFull, ErrStoreFull, true},
-		{"a full store is still -32000", storeFull, a2a.ErrServerBusy, true},
-		{"a full log is still -32000", logFull, a2a.ErrServerBusy, true},
-	} {
-		if got := errors.Is(c.err, c.target); got != c.want {
-			t.Errorf("%s: errors.Is = %v, want %v", c.name, got, c.want)
-		}
-	}
-	for _, err := range []error{storeFull, logFull} {
-		if e := a2a.AsError(err); e.Code != a2a.CodeServerBusy || e.Message == "" {
-			t.Errorf("%v: answered %d %q", err, e.Code, e.Message)
-		}
-	}
-}
-
-// JetStream's refusals for lack of storage are recognised, on their own
-// and wrapped; other errors are not.
-func TestIsStorageFull(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{&jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}, true},
-		{fmt.Errorf("bus: enqueue: %w", &jetstream.APIError{Code: 500, ErrorCode: 10047, Description: "insufficient storage resources available"}), true},
-		{&jetstream.APIError{Code: 500, ErrorCode: 10028, Description: "insufficient memory resources available"}, true},
-		{&jetstream.APIError{Code: 400, ErrorCode: 10002, Description: "resource limits exceeded for account"}, true},
-		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, false},
-		{context.DeadlineExceeded, false},
-		{ErrUnavailable, false},
-		{nil, false},
-	} {
-		if got := IsStorageFull(c.err); got != c.want {
-			t.Errorf("IsStorageFull(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
-}
 
 // withStoreWatch makes the store watch quick for a test.
 func withStoreWatch(t *testing.T, every, gap time.Duration, free int64) {
@@ -93,7 +31,7 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 	srv, b := startWatchedServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := b.CreateTask(ctx, newRecord("before"))
+	_, err := b.Registry().Put(ctx, "before", []byte("x"))
 	require.NoError(t, err)
 
 	// What nats-server does when a write finds no space on a clustered
@@ -102,7 +40,7 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 	srv.current().Logger().Errorf("JetStream out of %s resources, will be DISABLED", "File")
 	require.NoError(t, srv.current().ShutdownJetStream())
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = b.CreateTask(wctx, newRecord("during"))
+	_, err = b.Registry().Put(wctx, "during", []byte("x"))
 	wcancel()
 	require.Error(t, err, "a write while JetStream is off")
 
@@ -121,18 +59,18 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 	require.EqualValues(t, 1, srv.JetStreamRestarts())
 	for {
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
-		_, err = b.CreateTask(wctx, newRecord("after"))
+		_, err = b.Registry().Put(wctx, "after", []byte("x"))
 		wcancel()
-		if err == nil || errors.Is(err, ErrTaskExists) { // (an attempt whose answer was lost)
+		if err == nil {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "no write after the restart: %v", err)
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, id := range []string{"before", "after"} {
-		rec, err := b.LoadTask(ctx, id)
+		v, err := b.Registry().Get(ctx, id)
 		require.NoError(t, err, id)
-		require.Equal(t, a2a.StateSubmitted, rec.Task.Status.State, id)
+		require.Equal(t, "x", string(v), id)
 	}
 	// Healthy again: no further restart.
 	time.Sleep(300 * time.Millisecond)

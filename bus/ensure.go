@@ -8,13 +8,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ensureStream creates the stream, or updates it only when a setting the
+// EnsureStream creates the stream, or updates it only when a setting the
 // mesh chooses differs. Every process opening the bus ensures every stream,
 // so in steady state this is one info request, not an update: an update
 // rewrites the stream's store config, and nats-server 2.15 races doing that
 // against a consumer being created on the same stream (seen under -race
 // when several workers open the bus at once).
-func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+func (b *Bus) EnsureStream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		s, err := b.js.Stream(ctx, want.Name)
 		switch {
@@ -52,11 +52,11 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 		have.AllowDirect == want.AllowDirect
 }
 
-// ensureKV opens the bucket, creating it, or updating it only when its
-// history, TTL, storage, replicas or description differ (see ensureStream;
+// EnsureKV opens the bucket, creating it, or updating it only when its
+// history, TTL, storage, replicas or description differ (see EnsureStream;
 // settings the KV API does not expose, such as the task bucket's count
 // bound, are left as they are).
-func (b *Bus) ensureKV(ctx context.Context, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+func (b *Bus) EnsureKV(ctx context.Context, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := b.js.KeyValue(ctx, want.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		if kv, err = b.js.CreateOrUpdateKeyValue(ctx, want); err != nil {
@@ -83,7 +83,7 @@ func (b *Bus) ensureKV(ctx context.Context, want jetstream.KeyValueConfig) (jets
 	return b.directPolicy(ctx, want.Bucket, kv)
 }
 
-// allowDirect is whether streams and buckets answer direct gets: only on a
+// AllowDirect is whether streams and buckets answer direct gets: only on a
 // single replica. A direct get on a replicated stream may be answered by
 // any replica, including one that has not yet applied a write the caller
 // already had acknowledged (seen on a 3-node cluster: about 1 in 30 reads
@@ -94,10 +94,10 @@ func (b *Bus) ensureKV(ctx context.Context, want jetstream.KeyValueConfig) (jets
 // acknowledges a write only after applying it. nats-server 2.15 has no
 // direct get bounded by a known sequence, which would have let followers
 // answer reads that name the sequence they depend on.
-func (b *Bus) allowDirect() bool { return b.cfg.Replicas <= 1 }
+func (b *Bus) AllowDirect() bool { return b.cfg.Replicas <= 1 }
 
 // directPolicy makes bucket's stream answer direct gets only when
-// allowDirect says so (the KV API always enables them) and returns a
+// AllowDirect says so (the KV API always enables them) and returns a
 // handle bound to the result: a handle reads directly or through the
 // leader according to the stream's setting when it was opened.
 func (b *Bus) directPolicy(ctx context.Context, bucket string, kv jetstream.KeyValue) (jetstream.KeyValue, error) {
@@ -106,10 +106,10 @@ func (b *Bus) directPolicy(ctx context.Context, bucket string, kv jetstream.KeyV
 		return nil, err
 	}
 	cfg := s.CachedInfo().Config
-	if cfg.AllowDirect == b.allowDirect() {
+	if cfg.AllowDirect == b.AllowDirect() {
 		return kv, nil
 	}
-	cfg.AllowDirect = b.allowDirect()
+	cfg.AllowDirect = b.AllowDirect()
 	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
 		return nil, err
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // A JetStream cluster keeps serving through the loss of one node of three,
@@ -22,9 +23,9 @@ import (
 const (
 	// failoverBudget bounds how long one write keeps retrying.
 	failoverBudget = 15 * time.Second
-	// attemptTimeout bounds one publish request, so a request lost with a
+	// AttemptTimeout bounds one publish request, so a request lost with a
 	// dead leader is sent again once a new one is elected.
-	attemptTimeout = 3 * time.Second
+	AttemptTimeout = 3 * time.Second
 	// retryWait is the pause between attempts.
 	retryWait = 250 * time.Millisecond
 )
@@ -56,21 +57,21 @@ func transient(err error) bool {
 	return false
 }
 
-// publish publishes msg, retrying transient failures within the failover
+// Publish publishes msg, retrying transient failures within the failover
 // budget and ctx. Only a message carrying a Nats-Msg-Id may be retried: a
 // repeat of an attempt that was stored after all is then acknowledged as a
 // duplicate of it, with its sequence, instead of being stored twice.
-func (b *Bus) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	return read(ctx, func(c context.Context) (*jetstream.PubAck, error) { return b.js.PublishMsg(c, msg, opts...) })
+func (b *Bus) Publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	return Read(ctx, func(c context.Context) (*jetstream.PubAck, error) { return b.js.PublishMsg(c, msg, opts...) })
 }
 
-// read runs one request to JetStream (a get through the stream leader, or
+// Read runs one request to JetStream (a get through the stream leader, or
 // a publish that is safe to repeat), retrying transient failures within
-// the failover budget and ctx, each attempt bounded by attemptTimeout: a
+// the failover budget and ctx, each attempt bounded by AttemptTimeout: a
 // request that reached a leader that has just died, or a node that is
 // still joining, is otherwise never answered and would hold its caller
 // until ctx ends. Past the budget it fails with ErrUnavailable.
-func read[T any](ctx context.Context, get func(context.Context) (T, error)) (T, error) {
+func Read[T any](ctx context.Context, get func(context.Context) (T, error)) (T, error) {
 	start := time.Now()
 	var (
 		v   T
@@ -86,7 +87,7 @@ func read[T any](ctx context.Context, get func(context.Context) (T, error)) (T, 
 			case <-t.C:
 			}
 		}
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 		v, err = get(actx)
 		cancel()
 		if err == nil || !transient(err) || ctx.Err() != nil || time.Since(start)+retryWait >= failoverBudget {

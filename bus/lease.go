@@ -41,16 +41,13 @@ func init() { leaseTTL.Store(int64(15 * time.Second)) }
 // leaseBucketTTL clears leases nobody renews (their holders are gone).
 const leaseBucketTTL = 5 * time.Minute
 
-// leaseTrim is the trimmer's lease.
-const leaseTrim = "trim"
-
 type leaseValue struct {
 	Holder string `json:"holder"`
 }
 
-// holdLease takes or renews the lease name for this bus and reports
+// HoldLease takes or renews the lease name for this bus and reports
 // whether it holds it now. Any failure to reach the bucket is "no".
-func (b *Bus) holdLease(ctx context.Context, name string) bool {
+func (b *Bus) HoldLease(ctx context.Context, name string) bool {
 	if b.leases == nil {
 		return true // opened without the bucket (never in Open): no peers to share with
 	}

@@ -30,18 +30,18 @@ func TestLeaseOneHolderAndTakeover(t *testing.T) {
 		return b
 	}
 	a, b := open(), open()
-	require.True(t, a.holdLease(ctx, "work"), "the first to ask takes it")
-	assert.False(t, b.holdLease(ctx, "work"), "held by another")
-	assert.True(t, a.holdLease(ctx, "work"), "the holder renews it")
-	assert.True(t, b.holdLease(ctx, "other"), "leases are independent")
+	require.True(t, a.HoldLease(ctx, "work"), "the first to ask takes it")
+	assert.False(t, b.HoldLease(ctx, "work"), "held by another")
+	assert.True(t, a.HoldLease(ctx, "work"), "the holder renews it")
+	assert.True(t, b.HoldLease(ctx, "other"), "leases are independent")
 	// a stops renewing: b takes over after the TTL, not before.
 	deadline := time.Now().Add(5 * time.Second)
 	took := false
 	for !took && time.Now().Before(deadline) {
-		took = b.holdLease(ctx, "work")
+		took = b.HoldLease(ctx, "work")
 		time.Sleep(50 * time.Millisecond)
 	}
 	require.True(t, took, "taken over once the holder stopped renewing")
-	assert.False(t, a.holdLease(ctx, "work"), "the old holder lost it")
-	assert.True(t, b.holdLease(ctx, "work"))
+	assert.False(t, a.HoldLease(ctx, "work"), "the old holder lost it")
+	assert.True(t, b.HoldLease(ctx, "work"))
 }

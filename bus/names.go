@@ -3,44 +3,25 @@ package bus
 // Every stream, bucket and subject the mesh uses is named in this file.
 //
 //	A2A_WORK     stream, WorkQueue   a2a.work.<agent>.<taskId>  turns waiting for (or held by) a worker
-//	A2A_EVENTS   stream, Limits      a2a.events.<taskId>    each task's event log (seq = SSE id)
 //	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
-//	A2A_TASKS    KV                  <taskId>               task snapshot + owner + last event seq
-//	A2A_INDEX    stream, Limits      a2a.index.<owner>.<agent>.<context>.<taskId>  one entry per task, in order of last status change (index.go)
-//	A2A_COUNTS   stream, counters    a2a.count.<owner>[.<agent>]  how many tasks an owner has, of each agent (counts.go)
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	A2A_LEASES   KV, TTL             <work>                 which process does that work now (lease.go)
-//	A2A_DELEGATIONS stream, Limits   a2a.delegated.<parentTaskId>  one entry per task a task delegated (delegations.go)
 //	A2A_PUSH_LOG stream, Limits      a2a.pushlog.<taskId>.<configId>  last push delivery attempts of each config (pushlog.go; with push only)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
-//	a2a.stalled.<taskId>  core NATS  a worker could not record a task's step: the store is full (await.go; one subscription per process, stalls.go)
 //	a2a.ratelimit.usage   core NATS  what each edge admitted per principal (gossip.go)
 const (
-	StreamWork   = "A2A_WORK"
-	StreamEvents = "A2A_EVENTS"
-	StreamDead   = "A2A_DEAD"
-	StreamIndex  = "A2A_INDEX"
-	StreamCounts = "A2A_COUNTS"
+	StreamWork = "A2A_WORK"
+	StreamDead = "A2A_DEAD"
 
-	StreamDelegations = "A2A_DELEGATIONS"
-	StreamPushLog     = "A2A_PUSH_LOG"
+	StreamPushLog = "A2A_PUSH_LOG"
 
-	BucketTasks    = "A2A_TASKS"
 	BucketRegistry = "A2A_REGISTRY"
 
 	subjWorkPrefix    = "a2a.work."
-	subjEventsPrefix  = "a2a.events."
 	subjDeadPrefix    = "a2a.dead."
-	subjIndexPrefix   = "a2a.index."
-	subjCountPrefix   = "a2a.count."
 	subjControlPrefix = "a2a.control."
-	subjStalledPrefix = "a2a.stalled."
-	subjDelegPrefix   = "a2a.delegated."
 	subjPushLogPrefix = "a2a.pushlog."
 )
-
-// stalledSubject carries NoticeStoreFull for one task.
-func stalledSubject(taskID string) string { return subjStalledPrefix + taskID }
 
 // WorkSubject is where a turn of task taskID waits for agent's workers.
 // One subject per task lets anyone ask whether a task's work is queued.
@@ -48,9 +29,6 @@ func WorkSubject(agent, taskID string) string { return subjWorkPrefix + agent + 
 
 // WorkFilter matches all work of agent.
 func WorkFilter(agent string) string { return subjWorkPrefix + agent + ".>" }
-
-// EventsSubject is the event log of one task.
-func EventsSubject(taskID string) string { return subjEventsPrefix + taskID }
 
 // DeadSubject receives work items of agent that could not be processed.
 func DeadSubject(agent string) string { return subjDeadPrefix + agent }

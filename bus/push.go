@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // Push-notification layout (created by the first edge that delivers push
@@ -74,7 +75,7 @@ type PushStore struct {
 // OpenPush ensures the push bucket and the delivery stream exist.
 func (b *Bus) OpenPush(ctx context.Context) (*PushStore, error) {
 	c := b.cfg
-	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
+	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketPush,
 		Description: "a2amesh: push-notification configs by task",
 		History:     1,
@@ -89,7 +90,7 @@ func (b *Bus) OpenPush(ctx context.Context) (*PushStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s stream: %w", BucketPush, err)
 	}
-	out, err := b.ensureStream(ctx, jetstream.StreamConfig{
+	out, err := b.EnsureStream(ctx, jetstream.StreamConfig{
 		Name:        StreamPushOut,
 		Description: "a2amesh: push-notification deliveries waiting for an edge",
 		Subjects:    []string{subjPushOutPrefix + "*"},
@@ -104,7 +105,7 @@ func (b *Bus) OpenPush(ctx context.Context) (*PushStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", StreamPushOut, err)
 	}
-	log, err := b.ensureStream(ctx, b.pushLogConfig())
+	log, err := b.EnsureStream(ctx, b.pushLogConfig())
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", StreamPushLog, err)
 	}
@@ -158,7 +159,7 @@ func (p *PushStore) List(ctx context.Context, taskID string) ([]*PushRecord, err
 		return nil, nil
 	}
 	var keys []string
-	err := scanBucket(ctx, "list push configs",
+	err := ScanBucket(ctx, "list push configs",
 		func(ctx context.Context) (jetstream.KeyWatcher, error) {
 			return p.kv.Watch(ctx, taskID+".*", jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 		},
@@ -252,7 +253,7 @@ func (p *PushStore) PublishJob(ctx context.Context, job PushJob) error {
 		return err
 	}
 	msg := &nats.Msg{Subject: PushOutSubject(job.TaskID), Data: data, Header: nats.Header{}}
-	_, err = p.b.publish(ctx, msg, jetstream.WithMsgID(fmt.Sprintf("p-%d-%s", job.Seq, job.ConfigID)))
+	_, err = p.b.Publish(ctx, msg, jetstream.WithMsgID(fmt.Sprintf("p-%d-%s", job.Seq, job.ConfigID)))
 	if err != nil {
 		if isQueueFull(err) {
 			return ErrQueueFull
@@ -260,30 +261,6 @@ func (p *PushStore) PublishJob(ctx context.Context, job PushJob) error {
 		return fmt.Errorf("bus: queue push delivery: %w", err)
 	}
 	return nil
-}
-
-// DispatchConsumer is the durable consumer, shared by all edges, that reads
-// every task event to find those with push configs. It acks cumulatively
-// (AckAll: one ack per batch) and lets at most maxPending events be
-// unacked, so with maxPending equal to the batch size only one batch is out
-// at a time across the mesh: an edge's cumulative ack can never cover
-// events another edge still holds, and jobs are queued in log order. A
-// new consumer starts at new events: nothing before push was enabled has
-// a config.
-func (p *PushStore) DispatchConsumer(ctx context.Context, maxPending int, ackWait time.Duration) (Consumer, error) {
-	c, err := p.b.js.CreateOrUpdateConsumer(ctx, StreamEvents, jetstream.ConsumerConfig{
-		Durable:       ConsumerPushDispatch,
-		Description:   "a2amesh: edges turning task events into push deliveries",
-		FilterSubject: subjEventsPrefix + "*",
-		AckPolicy:     jetstream.AckAllPolicy,
-		AckWait:       ackWait,
-		MaxAckPending: maxPending,
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bus: consumer %s: %w", ConsumerPushDispatch, err)
-	}
-	return consumer{c}, nil
 }
 
 // DeliverConsumer is the durable consumer, shared by all edges, of the
@@ -307,58 +284,11 @@ func (p *PushStore) DeliverConsumer(ctx context.Context, maxDeliver int, ackWait
 	return consumer{c}, nil
 }
 
-// EventAt reads one event of a task's log by its sequence.
-func (b *Bus) EventAt(ctx context.Context, taskID string, seq uint64) (*a2a.StreamResponse, error) {
-	m, err := b.events.GetMsg(ctx, seq)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, ErrTaskNotFound
-		}
-		return nil, fmt.Errorf("bus: read event %d: %w", seq, err)
-	}
-	if m.Subject != EventsSubject(taskID) {
-		return nil, ErrTaskNotFound
-	}
-	var ev a2a.StreamResponse
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		return nil, fmt.Errorf("bus: decode event %d: %w", seq, err)
-	}
-	return &ev, nil
-}
-
-// TaskIDOfEvent returns the task id of an events-stream subject.
-func TaskIDOfEvent(subject string) (string, bool) {
-	if len(subject) <= len(subjEventsPrefix) || subject[:len(subjEventsPrefix)] != subjEventsPrefix {
-		return "", false
-	}
-	return subject[len(subjEventsPrefix):], true
-}
-
-// EventSeqsAfter returns the sequences of a task's events after seq after,
-// at most max of them, in order.
-func (b *Bus) EventSeqsAfter(ctx context.Context, taskID string, after uint64, max int) ([]uint64, error) {
-	subj := EventsSubject(taskID)
-	var out []uint64
-	next := after + 1
-	for len(out) < max {
-		m, err := b.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return out, fmt.Errorf("bus: read log of %s: %w", taskID, err)
-		}
-		out = append(out, m.Sequence)
-		next = m.Sequence + 1
-	}
-	return out, nil
-}
-
 // LoadOrCreateSecret returns the value stored under name in the
 // A2A_PUSH_KEYS bucket, storing gen's value first if there is none; when
 // several edges race, the first stored value wins for all of them.
 func (b *Bus) LoadOrCreateSecret(ctx context.Context, name string, gen func() ([]byte, error)) ([]byte, error) {
-	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
+	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketPushKeys,
 		Description: "a2amesh: the key edges sign push notifications with",
 		History:     1,

@@ -85,7 +85,7 @@ func (p *PushStore) RecordAttempt(ctx context.Context, taskID, configID string, 
 	if err != nil {
 		return err
 	}
-	if _, err := p.b.publish(ctx, &nats.Msg{Subject: pushLogSubject(taskID, configID), Data: data, Header: nats.Header{}}); err != nil {
+	if _, err := p.b.Publish(ctx, &nats.Msg{Subject: pushLogSubject(taskID, configID), Data: data, Header: nats.Header{}}); err != nil {
 		return fmt.Errorf("bus: record push attempt: %w", err)
 	}
 	return nil

@@ -42,7 +42,7 @@ func (b *Bus) Queues(ctx context.Context) (map[string]QueueStats, error) {
 	if err := cl.Err(); err != nil {
 		return nil, fmt.Errorf("bus: list work consumers: %w", err)
 	}
-	dead, err := read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) {
+	dead, err := Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) {
 		s, err := b.js.Stream(c, StreamDead)
 		if err != nil {
 			return nil, err

@@ -83,6 +83,9 @@ var ErrStreamClosed = jetstream.ErrMsgIteratorClosed
 
 type consumer struct{ c jetstream.Consumer }
 
+// WrapConsumer hands c out as a Consumer role.
+func WrapConsumer(c jetstream.Consumer) Consumer { return consumer{c} }
+
 func (c consumer) Fetch(ctx context.Context, max int) (<-chan *Msg, error) {
 	b, err := c.c.Fetch(max, jetstream.FetchContext(ctx))
 	if err != nil {

@@ -125,20 +125,3 @@ func TestRequestRespond(t *testing.T) {
 	require.NoError(t, b.Flush(ctx))
 	require.True(t, b.Connected())
 }
-
-// Run (retention) returns nil when its context ends.
-func TestRunReturnsWhenDone(t *testing.T) {
-	b := openTestBus(t, Config{})
-	leaks := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
-	}
-	goleak.VerifyNone(t, leaks)
-}

@@ -22,10 +22,10 @@ const scanAttempts = 5
 
 var errScanStalled = errors.New("bus: bucket scan stalled")
 
-// scanBucket calls each for every entry a watcher opened by open delivers
+// ScanBucket calls each for every entry a watcher opened by open delivers
 // before its end-of-initial-values marker. A scan that stalls is started
 // over: reset is called first, so each must gather afresh.
-func scanBucket(ctx context.Context, what string, open func(context.Context) (jetstream.KeyWatcher, error),
+func ScanBucket(ctx context.Context, what string, open func(context.Context) (jetstream.KeyWatcher, error),
 	reset func(), each func(jetstream.KeyValueEntry)) error {
 	var err error
 	for attempt := 1; attempt <= scanAttempts; attempt++ {
@@ -59,7 +59,7 @@ func scanOnce(ctx context.Context, open func(context.Context) (jetstream.KeyWatc
 		ch <- opened{w, err}
 	}()
 	var w jetstream.KeyWatcher
-	openStall := time.NewTimer(attemptTimeout)
+	openStall := time.NewTimer(AttemptTimeout)
 	defer openStall.Stop()
 	select {
 	case o := <-ch:

@@ -49,7 +49,7 @@ func TestScanBucketStartsOverWhenStalled(t *testing.T) {
 		return w, nil
 	}
 	var got []string
-	err := scanBucket(context.Background(), "test", open, func() { got = got[:0] },
+	err := ScanBucket(context.Background(), "test", open, func() { got = got[:0] },
 		func(e jetstream.KeyValueEntry) { got = append(got, e.Key()) })
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestScanBucketGivesUp(t *testing.T) {
 		opens++
 		return newFakeWatcher(nil, true), nil
 	}
-	err := scanBucket(context.Background(), "test", open, func() {}, func(jetstream.KeyValueEntry) {})
+	err := ScanBucket(context.Background(), "test", open, func() {}, func(jetstream.KeyValueEntry) {})
 	if !errors.Is(err, errScanStalled) {
 		t.Fatalf("err %v, want a stall", err)
 	}
@@ -89,7 +89,7 @@ func TestScanBucketGivesUp(t *testing.T) {
 func TestScanBucketHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := scanBucket(ctx, "test", func(context.Context) (jetstream.KeyWatcher, error) {
+	err := ScanBucket(ctx, "test", func(context.Context) (jetstream.KeyWatcher, error) {
 		return newFakeWatcher(nil, true), nil
 	}, func() {}, func(jetstream.KeyValueEntry) {})
 	if !errors.Is(err, context.Canceled) {

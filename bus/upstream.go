@@ -15,7 +15,7 @@ const BucketUpstream = "A2A_UPSTREAM"
 // UpstreamBucket opens (creating on first use) the bucket proxy workers
 // keep their id mappings in. Entries live as long as tasks do.
 func (b *Bus) UpstreamBucket(ctx context.Context) (KV, error) {
-	kv, err := b.ensureKV(ctx, jetstream.KeyValueConfig{
+	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketUpstream,
 		Description: "a2amesh: task and context ids at the agents proxy workers forward to",
 		History:     1,

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // WorkItem asks an agent to process one user turn of a task.
@@ -46,7 +47,7 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map
 	}
 	if msgID != "" {
 		// The id makes a repeat harmless: publish rides out a failover.
-		_, err = b.publish(ctx, msg, jetstream.WithMsgID(msgID))
+		_, err = b.Publish(ctx, msg, jetstream.WithMsgID(msgID))
 	} else {
 		_, err = b.js.PublishMsg(ctx, msg)
 	}
@@ -58,6 +59,9 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map
 	}
 	return nil
 }
+
+// ErrQueueFull refuses a message for a work queue at its bound.
+var ErrQueueFull = errors.New("bus: work queue is full")
 
 func isQueueFull(err error) bool {
 	s := err.Error()
@@ -86,7 +90,7 @@ func (b *Bus) WorkConsumer(ctx context.Context, agent string) (Consumer, error) 
 		MaxAckPending: 10_000,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
-	c, err := read(ctx, func(c context.Context) (jetstream.Consumer, error) {
+	c, err := Read(ctx, func(c context.Context) (jetstream.Consumer, error) {
 		return b.js.CreateOrUpdateConsumer(c, StreamWork, cfg)
 	})
 	if err != nil {
@@ -106,7 +110,7 @@ func WorkMsgID(taskID, messageID string) string {
 // Queued reports whether task taskID has a work item waiting for agent's
 // workers or held by one (a work queue keeps an item until it is acked).
 func (b *Bus) Queued(ctx context.Context, agent, taskID string) (bool, error) {
-	_, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+	_, err := Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
 		return b.work.GetLastMsgForSubject(c, WorkSubject(agent, taskID))
 	})
 	switch {
@@ -132,7 +136,7 @@ func RecoveryMsgID(taskID, messageID string, lastSeq uint64) string {
 // WorkHeld reports whether the work item at stream sequence seq is still
 // in the work queue: waiting, or held by a worker that has not acked it.
 func (b *Bus) WorkHeld(ctx context.Context, seq uint64) (bool, error) {
-	_, err := read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) { return b.work.GetMsg(c, seq) })
+	_, err := Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) { return b.work.GetMsg(c, seq) })
 	switch {
 	case err == nil:
 		return true, nil

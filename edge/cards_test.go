@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
@@ -25,8 +28,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // cardPaths are the routes serving one card.
@@ -163,7 +165,7 @@ func TestCardKeyRotation(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rotated, err := cardsig.Rotate(ctx, cardStore(t, m.Bus))
+	rotated, err := cardsig.Rotate(ctx, cardStore(t, m.Store))
 	require.NoError(t, err)
 	ids := rotated.KeyIDs()
 	require.Equal(t, old[0], ids[0])
@@ -190,7 +192,7 @@ func TestCardKeyRotation(t *testing.T) {
 		assert.True(t, (err0 == nil) != (err1 == nil), "key %d verifies exactly one signature: %v, %v", i, err0, err1)
 	}
 
-	_, err = cardsig.Retire(ctx, cardStore(t, m.Bus))
+	_, err = cardsig.Retire(ctx, cardStore(t, m.Store))
 	require.NoError(t, err)
 	require.True(t, natstest.Eventually(ctx, 8*time.Second, func() bool {
 		_, _, doc = m.do(t, http.MethodGet, path, nil)
@@ -205,12 +207,12 @@ func secondEdge(t *testing.T, m *httpMesh, cfg edge.Config) *httpMesh {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	table := registry.NewTable(m.Bus)
+	table := registry.NewTable(m.Store.Bus())
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	table.Logger = quiet
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = table.Run(ctx) }()
-	cfg.Bus, cfg.Registry, cfg.Logger = m.Bus, table, quiet
+	cfg.Store, cfg.Registry, cfg.Logger = m.Store, table, quiet
 	srv := edge.NewServer(edge.New(cfg), quiet)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -226,7 +228,7 @@ func secondEdge(t *testing.T, m *httpMesh, cfg edge.Config) *httpMesh {
 		wg.Wait()
 	})
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, table.Loaded))
-	return &httpMesh{URL: "http://" + ln.Addr().String(), Bus: m.Bus, hc: m.hc}
+	return &httpMesh{URL: "http://" + ln.Addr().String(), Store: m.Store, hc: m.hc}
 }
 
 // TestCardETagFollowsRegistry: two edges on one bus serving the same
@@ -280,7 +282,7 @@ func TestCardETagFollowsRegistry(t *testing.T) {
 		card := func() a2a.AgentCard {
 			return a2a.AgentCard{Name: "newcomer", Description: "joined late", Version: "1", Skills: []a2a.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}}}}
 		}
-		_ = registry.Publish(pctx, a.Bus, registry.Entry{Agent: "newcomer", Instance: "n1"}, card, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		_ = registry.Publish(pctx, a.Store.Bus(), registry.Entry{Agent: "newcomer", Instance: "n1"}, card, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	t.Cleanup(func() { stop(); <-done })
 
@@ -303,11 +305,11 @@ func TestCardETagFollowsRegistry(t *testing.T) {
 }
 
 // cardStore opens the card key bucket of b.
-func cardStore(t *testing.T, b *bus.Bus) *bus.CardKeys {
+func cardStore(t *testing.T, b *taskstore.Store) *bus.CardKeys {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := b.CardKeyStore(ctx)
+	st, err := b.Bus().CardKeyStore(ctx)
 	require.NoError(t, err)
 	return st
 }

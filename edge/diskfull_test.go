@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // A write JetStream refuses for lack of storage reaches a client as
@@ -19,10 +20,10 @@ func TestRPCErrorOfStorageFull(t *testing.T) {
 		fmt.Errorf("bus: enqueue for echo: %w", &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}),
 		fmt.Errorf("x: %w", &jetstream.APIError{Code: 500, ErrorCode: 10047, Description: "insufficient storage resources available"}),
 		fmt.Errorf("x: %w", &jetstream.APIError{Code: 400, ErrorCode: 10002, Description: "resource limits exceeded for account"}),
-		fmt.Errorf("%w: %w", bus.ErrStoreFull, &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}),
+		fmt.Errorf("%w: %w", taskstore.ErrStoreFull, &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}),
 	} {
 		got := rpcError(err)
-		want := a2a.AsError(bus.ErrStoreFull)
+		want := a2a.AsError(taskstore.ErrStoreFull)
 		if got.Code != a2a.CodeServerBusy || got.Message != want.Message {
 			t.Errorf("%v: %d %q, want %d %q", err, got.Code, got.Message, a2a.CodeServerBusy, want.Message)
 		}
@@ -31,7 +32,7 @@ func TestRPCErrorOfStorageFull(t *testing.T) {
 		}
 	}
 	// The events-per-task bound keeps its own message.
-	if got := rpcError(fmt.Errorf("%w: x", bus.ErrTaskLogFull)); got.Code != a2a.CodeServerBusy || !strings.Contains(got.Message, "events per task") {
+	if got := rpcError(fmt.Errorf("%w: x", taskstore.ErrTaskLogFull)); got.Code != a2a.CodeServerBusy || !strings.Contains(got.Message, "events per task") {
 		t.Errorf("task log full: %d %q", got.Code, got.Message)
 	}
 }

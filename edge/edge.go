@@ -15,12 +15,12 @@ import (
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/service"
-	"github.com/a2amesh/a2amesh/tasks"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Config configures an edge. Bus and Registry are required.
 type Config struct {
-	Bus      *bus.Bus
+	Store    *taskstore.Store
 	Registry *registry.Table
 	// PublicURL is the base URL clients reach this edge at, used in cards
 	// (default: derived from each request's Host).
@@ -88,11 +88,12 @@ type Config struct {
 
 // Edge is the HTTP handler of one edge node.
 type Edge struct {
-	cfg Config
-	bus *bus.Bus
-	reg *registry.Table
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg   Config
+	bus   *bus.Bus
+	store *taskstore.Store
+	reg   *registry.Table
+	log   *slog.Logger
+	mux   *http.ServeMux
 	// svc is the A2A service (package service) every call of every
 	// binding goes through; the JSON-RPC handler (rpc.go) is a codec
 	// over it.
@@ -146,15 +147,15 @@ func New(cfg Config) *Edge {
 		cfg.Logger = slog.Default()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	e := &Edge{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
+	e := &Edge{cfg: cfg, bus: cfg.Store.Bus(), store: cfg.Store, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
 	e.pusher = cfg.PushDeliverer
-	e.cardSigner = &cardSigner{static: cfg.CardKeys, bus: cfg.Bus}
+	e.cardSigner = &cardSigner{static: cfg.CardKeys, bus: cfg.Store.Bus()}
 	e.svc = service.New(service.Config{
-		Bus: cfg.Bus, Agents: cfg.Registry,
-		Tasks:           tasks.New(cfg.Bus, tasks.Config{IdempotencyWindow: cfg.IdempotencyWindow}),
+		Store: cfg.Store, Agents: cfg.Registry,
+		Tasks:           taskstore.NewLifecycle(cfg.Store, taskstore.LifecycleConfig{IdempotencyWindow: cfg.IdempotencyWindow}),
 		DefaultAgent:    cfg.DefaultAgent,
 		BlockingTimeout: cfg.BlockingTimeout,
 		KeepAlive:       cfg.KeepAlive,

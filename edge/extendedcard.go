@@ -4,9 +4,10 @@ import (
 	"context"
 	"net/http"
 
+	"google.golang.org/grpc/metadata"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/service"
-	"google.golang.org/grpc/metadata"
 )
 
 // The extended agent card (GetExtendedAgentCard, spec §3.1.11, §13.3).

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/service"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Extensions on the wire (spec §3.2.6, §9.2, §10.2, §11): a client
@@ -66,7 +66,7 @@ func grpcEchoExtensions(ctx context.Context) {
 }
 
 // streamExtensions follows what a gRPC stream's events record of the
-// agent's activated extensions (bus.MetaExtensions), for its trailer.
+// agent's activated extensions (taskstore.MetaExtensions), for its trailer.
 type streamExtensions struct {
 	sc       *service.Call
 	recorded []string
@@ -74,7 +74,7 @@ type streamExtensions struct {
 }
 
 func (s *streamExtensions) note(ev *a2a.StreamResponse) {
-	if exts, ok := bus.EventExtensions(ev); ok {
+	if exts, ok := taskstore.EventExtensions(ev); ok {
 		s.recorded, s.seen = exts, true
 	}
 }

@@ -17,14 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/natstest"
-	"github.com/a2amesh/a2amesh/push"
-	"github.com/a2amesh/a2amesh/registry"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/a2amesh/a2amesh/push"
+	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Failover tests on an in-process 3-node cluster (R3). Every client stays
@@ -40,13 +43,13 @@ func failoverLogger() *slog.Logger {
 }
 
 // clusterBus opens a bus with replicas on its own connection to url.
-func clusterBus(t *testing.T, url, name string, replicas int) *bus.Bus {
+func clusterBus(t *testing.T, url, name string, replicas int) *taskstore.Store {
 	t.Helper()
 	nc := natstest.Connect(t, name, url)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		b, err := bus.Open(ctx, nc, bus.Config{Replicas: replicas})
+		b, err := bustest.OpenStoreOn(ctx, nc, bus.Config{Replicas: replicas})
 		cancel()
 		if err == nil {
 			return b
@@ -63,7 +66,7 @@ type failoverEdge struct {
 	c      *natstest.Cluster
 	e      *Edge
 	srv    *httptest.Server
-	worker *bus.Bus
+	worker *taskstore.Store
 	ctx    context.Context
 	// pusher is the push deliverer beside the edge (Config.Push on), run
 	// by runPush as a host runs it (mesh, the edge role).
@@ -92,16 +95,16 @@ func startSingleEdge(t *testing.T, cfg Config) *failoverEdge {
 	return f
 }
 
-func (f *failoverEdge) start(t *testing.T, b *bus.Bus, cfg Config) {
+func (f *failoverEdge) start(t *testing.T, b *taskstore.Store, cfg Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
-	table := registry.NewTable(b)
+	table := registry.NewTable(b.Bus())
 	table.Logger = failoverLogger()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = table.Run(ctx) }()
-	cfg.Bus, cfg.Registry, cfg.Logger = b, table, failoverLogger()
+	cfg.Store, cfg.Registry, cfg.Logger = b, table, failoverLogger()
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = time.Second
 	}
@@ -255,8 +258,8 @@ func TestStreamReopensItsReader(t *testing.T) {
 	w := newTestWriter(t, f.worker, id)
 	w.append(ctx, 2)
 
-	js := f.worker.JetStream()
-	s, err := js.Stream(ctx, bus.StreamEvents)
+	js := f.worker.Bus().JetStream()
+	s, err := js.Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
 	open := cfg.MaxConsumers
@@ -265,7 +268,7 @@ func TestStreamReopensItsReader(t *testing.T) {
 	require.NoError(t, err)
 	// Every consumer slot taken: the stream's reader cannot be created.
 	for i := s.CachedInfo().State.Consumers; i < cfg.MaxConsumers; i++ {
-		_, err := js.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.none"}})
+		_, err := js.OrderedConsumer(ctx, taskstore.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.none"}})
 		require.NoError(t, err)
 	}
 
@@ -300,8 +303,8 @@ func TestStreamReplacesALostReader(t *testing.T) {
 
 	got := make(chan sseResult, 1)
 	go func() { got <- readStream(f.srv.URL, id, w.seqs[0], 90*time.Second) }()
-	js := f.worker.JetStream()
-	events, err := js.Stream(ctx, bus.StreamEvents)
+	js := f.worker.Bus().JetStream()
+	events, err := js.Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
 	var reader string // the consumer the stream reads
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
@@ -317,9 +320,9 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	}), "the stream's reader")
 	// One consumer fewer allowed than there are (a lower limit keeps the
 	// existing ones), then the reader's consumer goes: none can be created.
-	_, err = js.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.none"}})
+	_, err = js.OrderedConsumer(ctx, taskstore.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.none"}})
 	require.NoError(t, err)
-	s, err := js.Stream(ctx, bus.StreamEvents)
+	s, err := js.Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
 	open := cfg.MaxConsumers
@@ -327,7 +330,7 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	require.Positive(t, cfg.MaxConsumers)
 	_, err = js.UpdateStream(ctx, cfg)
 	require.NoError(t, err)
-	require.NoError(t, js.DeleteConsumer(ctx, bus.StreamEvents, reader))
+	require.NoError(t, js.DeleteConsumer(ctx, taskstore.StreamEvents, reader))
 
 	w.append(ctx, 2) // appended while no reader can be created
 	// the service's stream probe: after 5s quiet, then three asks 1s apart
@@ -359,8 +362,8 @@ func TestTaskReadRidesOutFailover(t *testing.T) {
 	w := newTestWriter(t, f.worker, id)
 	w.append(ctx, 1)
 
-	js := f.worker.JetStream()
-	require.NoError(t, js.DeleteStream(ctx, "KV_"+bus.BucketTasks))
+	js := f.worker.Bus().JetStream()
+	require.NoError(t, js.DeleteStream(ctx, "KV_"+taskstore.BucketTasks))
 	got := make(chan *a2a.Response, 1)
 	go func() { got <- rpcCall(t, f.srv.URL+"/a2a", "GetTask", map[string]any{"id": id}) }()
 	time.Sleep(1500 * time.Millisecond)
@@ -399,20 +402,20 @@ func TestStreamEndsBusyPastBudget(t *testing.T) {
 // testWriter appends events to a task's log the way a worker does.
 type testWriter struct {
 	t    *testing.T
-	b    *bus.Bus
+	b    *taskstore.Store
 	id   string
 	ctx  string
-	rec  *bus.TaskRecord
+	rec  *taskstore.TaskRecord
 	n    int
 	seqs []uint64 // seq of each appended event (not the creation entry)
 }
 
-func newTestWriter(t *testing.T, b *bus.Bus, id string) *testWriter {
+func newTestWriter(t *testing.T, b *taskstore.Store, id string) *testWriter {
 	t.Helper()
 	w := &testWriter{t: t, b: b, id: id, ctx: uuid.NewString()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: "echo", Task: a2a.Task{ID: id, ContextID: w.ctx,
+	rec, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: "echo", Task: a2a.Task{ID: id, ContextID: w.ctx,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}}})
 	require.NoError(t, err)
 	w.rec = rec
@@ -424,7 +427,7 @@ func (w *testWriter) update(ctx context.Context, ev *a2a.StreamResponse) {
 	w.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		next, _, err := w.b.UpdateTask(ctx, w.id, w.rec, func(*bus.TaskRecord) (*a2a.StreamResponse, error) { return ev, nil })
+		next, _, err := w.b.UpdateTask(ctx, w.id, w.rec, func(*taskstore.TaskRecord) (*a2a.StreamResponse, error) { return ev, nil })
 		if err == nil {
 			w.rec = next
 			w.seqs = append(w.seqs, next.LastSeq)

@@ -9,10 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/internal/pbconv"
-	"github.com/a2amesh/a2amesh/service"
-	"github.com/a2amesh/a2amesh/tracing"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
@@ -25,6 +21,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/pbconv"
+	"github.com/a2amesh/a2amesh/service"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 // The gRPC binding (spec §10): lf.a2a.v1.A2AService on a listener of its

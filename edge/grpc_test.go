@@ -24,11 +24,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
-	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
 // grpcClient dials the mesh's gRPC listener; the connection closes when

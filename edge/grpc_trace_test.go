@@ -19,12 +19,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/tracing"
-	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
 // grpcServerSpan waits for the ended server span of trace tid named name.

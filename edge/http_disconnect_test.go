@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/edge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/edge"
 )
 
 // waitServed waits (bounded) until the edge has logged n "call served"

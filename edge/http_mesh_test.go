@@ -24,20 +24,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/stretchr/testify/require"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 type httpMesh struct {
-	URL  string
-	Bus  *bus.Bus
-	Logs *logRecorder
-	hc   *http.Client
+	URL   string
+	Store *taskstore.Store
+	Logs  *logRecorder
+	hc    *http.Client
 }
 
 // startHTTPMesh runs an edge configured by cfg (its Bus, Registry and
@@ -51,11 +54,11 @@ func startHTTPMesh(t *testing.T, cfg edge.Config, agentNames ...string) *httpMes
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ocancel()
-	b, err := bus.Open(octx, nc, bus.Config{})
+	b, err := bustest.OpenStoreOn(octx, nc, bus.Config{})
 	require.NoError(t, err)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	table := registry.NewTable(b)
+	table := registry.NewTable(b.Bus())
 	table.Logger = quiet
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = table.Run(ctx) }()
@@ -63,7 +66,7 @@ func startHTTPMesh(t *testing.T, cfg edge.Config, agentNames ...string) *httpMes
 	for _, name := range agentNames {
 		a, ok := builtin[name]
 		require.True(t, ok, "no built-in agent %s", name)
-		w := &agentrt.Worker{Bus: b, Agent: a, Name: name, Concurrency: 8, Timeout: 30 * time.Second, Logger: quiet}
+		w := &agentrt.Worker{Store: b, Agent: a, Name: name, Concurrency: 8, Timeout: 30 * time.Second, Logger: quiet}
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	}
@@ -80,7 +83,7 @@ func startHTTPMesh(t *testing.T, cfg edge.Config, agentNames ...string) *httpMes
 	}), "agents %v not registered", agentNames)
 
 	rec := &logRecorder{}
-	cfg.Bus, cfg.Registry, cfg.Logger = b, table, slog.New(rec)
+	cfg.Store, cfg.Registry, cfg.Logger = b, table, slog.New(rec)
 	e := edge.New(cfg)
 	srv := edge.NewServer(e, cfg.Logger)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -96,7 +99,7 @@ func startHTTPMesh(t *testing.T, cfg edge.Config, agentNames ...string) *httpMes
 	})
 	tr := &http.Transport{DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &httpMesh{URL: "http://" + ln.Addr().String(), Bus: b, Logs: rec, hc: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
+	return &httpMesh{URL: "http://" + ln.Addr().String(), Store: b, Logs: rec, hc: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 }
 
 // logRecorder is a slog.Handler keeping every record (debug included);

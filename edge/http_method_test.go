@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/edge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/edge"
 )
 
 // do sends a request without a body and returns status, headers and body.

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/edge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/edge"
 )
 
 // snapshotOf reads a stream frame that must be a task snapshot: 1.0

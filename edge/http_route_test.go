@@ -5,10 +5,11 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/edge"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/edge"
 )
 
 // wireTask is the part of a 1.0 task the tests read.

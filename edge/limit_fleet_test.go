@@ -21,9 +21,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/registry"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 // The fleet-wide rate limit (limit_fleet.go): the report codec and the
@@ -181,10 +183,10 @@ func startFleet(t *testing.T, n int, lim Limits, share bool) []*fleetEdge {
 		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		b, err := bus.Open(ctx, nc, bus.Config{})
+		b, err := bustest.OpenStoreOn(ctx, nc, bus.Config{})
 		cancel()
 		require.NoError(t, err)
-		e := New(Config{Bus: b, Registry: registry.NewTable(b), Limits: lim,
+		e := New(Config{Store: b, Registry: registry.NewTable(b.Bus()), Limits: lim,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -335,11 +337,11 @@ func TestFleetLimitWithoutNATS(t *testing.T) {
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, nc, bus.Config{})
+	b, err := bustest.OpenStoreOn(ctx, nc, bus.Config{})
 	require.NoError(t, err)
 	leaks := goleak.IgnoreCurrent()
 
-	e := New(Config{Bus: b, Registry: registry.NewTable(b), Limits: Limits{Rate: 1, Burst: 3, ShareEvery: 20 * time.Millisecond},
+	e := New(Config{Store: b, Registry: registry.NewTable(b.Bus()), Limits: Limits{Rate: 1, Burst: 3, ShareEvery: 20 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -355,13 +357,13 @@ func TestFleetLimitWithoutNATS(t *testing.T) {
 		require.True(t, take())
 	}
 	shutdown()
-	require.Eventually(t, func() bool { return !b.Connected() }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !b.Bus().Connected() }, 10*time.Second, 10*time.Millisecond)
 	require.True(t, take(), "the last token of the burst")
 	for range 50 {
 		require.False(t, take(), "limited on this edge alone")
 		time.Sleep(5 * time.Millisecond) // flushes come and go meanwhile
 	}
-	assert.ErrorIs(t, b.RateLimitGossip().Publish([]byte{1}), bus.ErrNotConnected)
+	assert.ErrorIs(t, b.Bus().RateLimitGossip().Publish([]byte{1}), bus.ErrNotConnected)
 
 	stop()
 	select {

@@ -181,7 +181,7 @@ func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
 		writeOps(w, ae.Status().HTTP, map[string]string{"error": ae.Message})
 		return
 	}
-	events, more, err := e.bus.TaskLog(ctx, id, after, limit)
+	events, more, err := e.store.TaskLog(ctx, id, after, limit)
 	if err != nil {
 		e.log.Warn("ops: task events: reading the log", "task_id", id, "err", err)
 		w.Header().Set("Retry-After", "1")

@@ -15,6 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/service"
+	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -120,7 +121,7 @@ const maxChildren = 200
 type taskDelegationsDoc struct {
 	TaskID string `json:"taskId"`
 	// Parent is the task that delegated this one (from its metadata,
-	// bus.MetaParent); absent for a task a client sent.
+	// taskstore.MetaParent); absent for a task a client sent.
 	Parent *taskLink `json:"parent,omitempty"`
 	// Children are the tasks this one delegated, in the order it did.
 	Children []taskLink `json:"children"`
@@ -151,7 +152,7 @@ func (e *Edge) serveTaskDelegations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := taskDelegationsDoc{TaskID: id, Parent: parentOf(t), Children: []taskLink{}}
-	kids, more, err := e.bus.Delegations(ctx, id, maxChildren)
+	kids, more, err := e.store.Delegations(ctx, id, maxChildren)
 	if err != nil {
 		e.opsUnavailable(w, "delegations", id, err)
 		return
@@ -159,7 +160,7 @@ func (e *Edge) serveTaskDelegations(w http.ResponseWriter, r *http.Request) {
 	doc.More = more
 	for _, d := range kids {
 		l := taskLink{TaskID: d.TaskID, Agent: d.Agent, Time: &d.Time}
-		if rec, err := e.bus.PeekTask(ctx, d.TaskID); err == nil {
+		if rec, err := e.store.PeekTask(ctx, d.TaskID); err == nil {
 			l.State = rec.Task.Status.State
 		}
 		doc.Children = append(doc.Children, l)
@@ -169,7 +170,7 @@ func (e *Edge) serveTaskDelegations(w http.ResponseWriter, r *http.Request) {
 
 // parentOf reads the delegating task from t's metadata, nil if none.
 func parentOf(t *a2a.Task) *taskLink {
-	p, ok := t.Metadata[bus.MetaParent].(map[string]any)
+	p, ok := t.Metadata[taskstore.MetaParent].(map[string]any)
 	if !ok {
 		return nil
 	}
@@ -235,8 +236,8 @@ func (e *Edge) serveTaskTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := taskTraceDoc{TaskID: id, Query: e.cfg.JaegerQuery != "", Spans: []traceSpan{}}
-	rec, err := e.bus.PeekTask(ctx, id)
-	if err != nil && !errors.Is(err, bus.ErrTaskNotFound) {
+	rec, err := e.store.PeekTask(ctx, id)
+	if err != nil && !errors.Is(err, taskstore.ErrTaskNotFound) {
 		e.opsUnavailable(w, "trace", id, err)
 		return
 	}

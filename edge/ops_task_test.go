@@ -67,7 +67,7 @@ func TestOpsTaskPushes(t *testing.T) {
 	require.Len(t, doc.Configs, 1)
 	require.Equal(t, "hook", doc.Configs[0].ConfigID)
 	require.Equal(t, good.URL+"/hook", doc.Configs[0].URL)
-	n := notifiable(t, m.Bus(), ok.ID)
+	n := notifiable(t, m.Store(), ok.ID)
 	require.Len(t, doc.Configs[0].Attempts, n, "one attempt per notification")
 	require.Len(t, good.all(), n)
 	seqs := map[uint64]bool{}
@@ -83,7 +83,7 @@ func TestOpsTaskPushes(t *testing.T) {
 
 	readOps(t, m.URL, "/ops/v1/tasks/"+failing.ID+"/pushes", &doc)
 	require.Len(t, doc.Configs, 1)
-	n = notifiable(t, m.Bus(), failing.ID)
+	n = notifiable(t, m.Store(), failing.ID)
 	atts := doc.Configs[0].Attempts
 	require.Len(t, atts, n*pc.MaxAttempts, "every attempt of every notification")
 	require.Len(t, bad.all(), len(atts), "the log holds the POSTs the receiver got")
@@ -272,7 +272,7 @@ func TestOpsTaskPushesRefused(t *testing.T) {
 	m := startPushMesh(t, pc)
 	task := m.sendWithPush(t, "echo", "refused hook", "http://hooks.a2amesh-test.example:"+port+"/hook")
 	m.settle(t, 3*pc.MaxBackoff, 20*time.Second)
-	n := notifiable(t, m.Bus(), task.ID)
+	n := notifiable(t, m.Store(), task.ID)
 	var doc pushesDoc
 	readOps(t, m.URL, "/ops/v1/tasks/"+task.ID+"/pushes", &doc)
 	require.Len(t, doc.Configs, 1)

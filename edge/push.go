@@ -36,7 +36,7 @@ func NewPushDeliverer(cfg Config) (*push.Deliverer, error) {
 	if pc.Metrics == nil {
 		pc.Metrics = cfg.Metrics
 	}
-	return push.New(cfg.Bus, pc)
+	return push.New(cfg.Store, pc)
 }
 
 // pushEnabled reports whether this edge offers push notifications (what

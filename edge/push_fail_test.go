@@ -33,11 +33,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // ---- a webhook receiver on loopback ----
@@ -110,11 +110,11 @@ func pushOutcomes(t *testing.T, m *metrics.Metrics) map[string]float64 {
 }
 
 // pendingJobs is how many delivery jobs A2A_PUSH_OUT still holds.
-func pendingJobs(t *testing.T, b *bus.Bus) uint64 {
+func pendingJobs(t *testing.T, b *taskstore.Store) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, "A2A_PUSH_OUT")
+	s, err := b.Bus().JetStream().Stream(ctx, "A2A_PUSH_OUT")
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
 	require.NoError(t, err)
@@ -123,16 +123,16 @@ func pendingJobs(t *testing.T, b *bus.Bus) uint64 {
 
 // notifiable counts the events of task id's log a push config set at its
 // creation notifies: all but the creation entry and the user's turns.
-func notifiable(t *testing.T, b *bus.Bus, id string) int {
+func notifiable(t *testing.T, b *taskstore.Store, id string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.JetStream().Stream(ctx, bus.StreamEvents)
+	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
 	n := 0
 	next := uint64(1)
 	for i := 0; i < 1000; i++ {
-		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(bus.EventsSubject(id)))
+		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(taskstore.EventsSubject(id)))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
@@ -225,11 +225,11 @@ func (m *pushMesh) settle(t *testing.T, quiet, budget time.Duration) map[string]
 			last, since = now, time.Now()
 			continue
 		}
-		if time.Since(since) >= quiet && pendingJobs(t, m.Bus()) == 0 {
+		if time.Since(since) >= quiet && pendingJobs(t, m.Store()) == 0 {
 			return now
 		}
 	}
-	t.Fatalf("push deliveries did not settle within %v: outcomes %v, %d jobs queued", budget, last, pendingJobs(t, m.Bus()))
+	t.Fatalf("push deliveries did not settle within %v: outcomes %v, %d jobs queued", budget, last, pendingJobs(t, m.Store()))
 	return nil
 }
 
@@ -357,7 +357,7 @@ func TestPushRefusedAtDialIsDropped(t *testing.T) {
 	before := dns.lookups(host)
 	task := m.sendWithPush(t, "echo", "refused hook", "http://"+host+":"+port+"/hook")
 	require.Equal(t, a2a.StateCompleted, task.Status.State)
-	n := notifiable(t, m.Bus(), task.ID)
+	n := notifiable(t, m.Store(), task.ID)
 	require.Positive(t, n)
 
 	// Quiet for longer than every retry delay together.
@@ -380,7 +380,7 @@ func TestPushRetriesWithBackoffThenGivesUp(t *testing.T) {
 	m := startPushMesh(t, pc)
 	task := m.sendWithPush(t, "echo", "failing hook", rcv.URL+"/hook")
 	require.Equal(t, a2a.StateCompleted, task.Status.State)
-	n := notifiable(t, m.Bus(), task.ID)
+	n := notifiable(t, m.Store(), task.ID)
 	require.Positive(t, n)
 
 	outcomes := m.settle(t, 3*pc.MaxBackoff, 20*time.Second)
@@ -413,7 +413,7 @@ func TestPushRetryOfDeletedConfigIsDropped(t *testing.T) {
 	// ask stops at input-required: one notification, then nothing.
 	task := m.sendWithPush(t, "ask", "hi", rcv.URL+"/hook")
 	require.Equal(t, a2a.StateInputRequired, task.Status.State)
-	n := notifiable(t, m.Bus(), task.ID)
+	n := notifiable(t, m.Store(), task.ID)
 	require.Positive(t, n)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(rcv.byEvent()) < n && time.Now().Before(deadline) {

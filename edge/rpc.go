@@ -13,10 +13,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/lazylog"
 	"github.com/a2amesh/a2amesh/service"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // call is one JSON-RPC call being served: the codec's side of it. What

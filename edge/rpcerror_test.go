@@ -11,10 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // A bus error that is JetStream being briefly unavailable reaches a client

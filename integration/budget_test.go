@@ -27,6 +27,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 func TestSendPastFailoverBudgetIsBusy(t *testing.T) {
@@ -46,13 +47,13 @@ func TestSendPastFailoverBudgetIsBusy(t *testing.T) {
 	nodes := startCluster(t, "")
 	cfg := bus.Config{Replicas: 3, AckWait: 3 * time.Second}
 	admin := clusterOpen(t, clusterDial(t, "admin", nodes, 0, ev), cfg, 20*time.Second)
-	clusterLeaders(t, admin.JetStream(), 3, 15*time.Second)
+	clusterLeaders(t, admin.Bus().JetStream(), 3, 15*time.Second)
 	edgeBus := clusterOpen(t, clusterDial(t, "edge", nodes, 0, ev), cfg, 10*time.Second)
 	workerBus := clusterOpen(t, clusterDial(t, "worker", nodes, 0, ev), cfg, 10*time.Second)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	table := registry.NewTable(edgeBus)
+	table := registry.NewTable(edgeBus.Bus())
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -60,12 +61,12 @@ func TestSendPastFailoverBudgetIsBusy(t *testing.T) {
 	}()
 	go func() {
 		defer wg.Done()
-		w := &agentrt.Worker{Bus: workerBus, Agent: agents.Slow{}, Name: "slow", Concurrency: 4, Timeout: 20 * time.Second, Logger: logger}
+		w := &agentrt.Worker{Store: workerBus, Agent: agents.Slow{}, Name: "slow", Concurrency: 4, Timeout: 20 * time.Second, Logger: logger}
 		_ = w.Run(runCtx)
 	}()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	hs := edge.NewServer(edge.New(edge.Config{Bus: edgeBus, Registry: table, Logger: logger}), logger)
+	hs := edge.NewServer(edge.New(edge.Config{Store: edgeBus, Registry: table, Logger: logger}), logger)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -112,7 +113,7 @@ func TestSendPastFailoverBudgetIsBusy(t *testing.T) {
 	// acknowledged (-32000 retried meanwhile, bounded) and completes.
 	require.NoError(t, nodes[1].start(t))
 	require.NoError(t, nodes[2].start(t))
-	clusterLeaders(t, admin.JetStream(), 3, 30*time.Second)
+	clusterLeaders(t, admin.Bus().JetStream(), 3, 30*time.Second)
 	var taskID string
 	var errs []string
 	for attempt := 0; attempt < 10 && taskID == ""; attempt++ {
@@ -137,11 +138,11 @@ func TestSendPastFailoverBudgetIsBusy(t *testing.T) {
 	// until its deadline while the next one answers in milliseconds (seen
 	// in about 3 runs of 8, reported): the scan is retried, logged; the
 	// task count it answers is what this test asserts.
-	var recs []*bus.TaskRecord
+	var recs []*taskstore.TaskRecord
 	for attempt := 1; attempt <= 3; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		began := time.Now()
-		recs, err = admin.ListTasks(ctx, func(r *bus.TaskRecord) bool {
+		recs, err = admin.ListTasks(ctx, func(r *taskstore.TaskRecord) bool {
 			return len(r.Task.History) > 0 && r.Task.History[0].MessageID == msgID
 		})
 		cancel()

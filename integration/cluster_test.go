@@ -31,16 +31,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 const (
@@ -136,7 +139,7 @@ func (w *clusterRegistryWatch) stop(budget time.Duration) (caughtUp, missing tim
 
 // clusterAssets are the replicated streams of the layout (KV buckets are
 // streams named KV_<bucket>).
-var clusterAssets = []string{bus.StreamWork, bus.StreamEvents, bus.StreamDead, bus.StreamIndex, bus.StreamCounts, bus.StreamDelegations, "KV_" + bus.BucketTasks, "KV_" + bus.BucketRegistry, "KV_" + bus.BucketLeases}
+var clusterAssets = []string{bus.StreamWork, taskstore.StreamEvents, bus.StreamDead, taskstore.StreamIndex, taskstore.StreamCounts, taskstore.StreamDelegations, "KV_" + taskstore.BucketTasks, "KV_" + bus.BucketRegistry, "KV_" + bus.BucketLeases}
 
 // clusterNode is one nats-server of the cluster: embedded in this process,
 // or (bin set) an `a2amesh nats` child process, so it can be SIGKILLed.
@@ -367,13 +370,13 @@ func clusterDial(t *testing.T, name string, nodes []*clusterNode, first int, ev 
 
 // clusterOpen opens the bus R3, retrying while the cluster has no meta
 // leader or too few JetStream peers yet.
-func clusterOpen(t *testing.T, nc *nats.Conn, cfg bus.Config, budget time.Duration) *bus.Bus {
+func clusterOpen(t *testing.T, nc *nats.Conn, cfg bus.Config, budget time.Duration) *taskstore.Store {
 	t.Helper()
 	deadline := time.Now().Add(budget)
 	var lastErr error
 	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		b, err := bus.Open(ctx, nc, cfg)
+		b, err := bustest.OpenStoreOn(ctx, nc, cfg)
 		cancel()
 		if err == nil {
 			return b
@@ -550,17 +553,17 @@ func (c *clusterClient) getState(id string) (string, string) {
 
 // clusterTimeline describes task id's event log for the test log: each
 // event's sequence, time, kind and the worker run that wrote it.
-func clusterTimeline(b *bus.Bus, id string, t0 time.Time) string {
+func clusterTimeline(b *taskstore.Store, id string, t0 time.Time) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	events, err := b.JetStream().Stream(ctx, bus.StreamEvents)
+	events, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 	if err != nil {
 		return err.Error()
 	}
 	var out []string
 	next := uint64(1)
 	for i := 0; i < 50; i++ {
-		m, err := events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(bus.EventsSubject(id)))
+		m, err := events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(taskstore.EventsSubject(id)))
 		if err != nil {
 			break
 		}
@@ -591,15 +594,15 @@ type clusterLog struct {
 // readClusterLog reads task id's whole event log (up to its last event now)
 // with bus.ReadEvents, as an SSE stream does, within 5s: a reader that
 // stalls (see ReadEvents) fails it.
-func readClusterLog(b *bus.Bus, id string) (clusterLog, error) {
+func readClusterLog(b *taskstore.Store, id string) (clusterLog, error) {
 	var out clusterLog
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	events, err := b.JetStream().Stream(ctx, bus.StreamEvents)
+	events, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 	if err != nil {
 		return out, err
 	}
-	last, err := events.GetLastMsgForSubject(ctx, bus.EventsSubject(id))
+	last, err := events.GetLastMsgForSubject(ctx, taskstore.EventsSubject(id))
 	if err != nil {
 		return out, fmt.Errorf("last event: %w", err)
 	}
@@ -671,7 +674,7 @@ func clusterFault(t *testing.T, bin string) {
 	cfg := bus.Config{Replicas: 3, AckWait: 3 * time.Second}
 	adminNC := clusterDial(t, "admin", nodes, 0, ev)
 	admin := clusterOpen(t, adminNC, cfg, 20*time.Second)
-	leaders := clusterLeaders(t, admin.JetStream(), 3, 15*time.Second)
+	leaders := clusterLeaders(t, admin.Bus().JetStream(), 3, 15*time.Second)
 	victim := byName[leaders[bus.StreamWork]]
 	if bin != "" {
 		victim = 2 // the child process
@@ -682,14 +685,14 @@ func clusterFault(t *testing.T, bin string) {
 	// The edge and one worker sit on the node that will die, the other
 	// worker on a survivor: each connection knows all three nodes.
 	edgeBus := clusterOpen(t, clusterDial(t, "edge", nodes, victim, ev), cfg, 10*time.Second)
-	workerBus := []*bus.Bus{
+	workerBus := []*taskstore.Store{
 		clusterOpen(t, clusterDial(t, "worker0", nodes, victim, ev), cfg, 10*time.Second),
 		clusterOpen(t, clusterDial(t, "worker1", nodes, other, ev), cfg, 10*time.Second),
 	}
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	table := registry.NewTable(edgeBus)
+	table := registry.NewTable(edgeBus.Bus())
 	tableErr := make(chan error, 1)
 	wg.Add(1)
 	go func() {
@@ -699,7 +702,7 @@ func clusterFault(t *testing.T, bin string) {
 		}
 	}()
 	for i, b := range workerBus {
-		w := &agentrt.Worker{Bus: b, Agent: agents.Slow{}, Name: "slow", Instance: fmt.Sprint("w", i),
+		w := &agentrt.Worker{Store: b, Agent: agents.Slow{}, Name: "slow", Instance: fmt.Sprint("w", i),
 			Concurrency: 16, Timeout: 20 * time.Second, Logger: logger}
 		wg.Add(1)
 		go func() {
@@ -711,7 +714,7 @@ func clusterFault(t *testing.T, bin string) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	hs := edge.NewServer(edge.New(edge.Config{Bus: edgeBus, Registry: table, Logger: logger}), logger)
+	hs := edge.NewServer(edge.New(edge.Config{Store: edgeBus, Registry: table, Logger: logger}), logger)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -729,7 +732,7 @@ func clusterFault(t *testing.T, bin string) {
 	base := "http://" + ln.Addr().String()
 	waitAgent(t, base, "slow")
 
-	led := clusterMoveLeaders(t, adminNC, admin.JetStream(), nodes[victim].name)
+	led := clusterMoveLeaders(t, adminNC, admin.Bus().JetStream(), nodes[victim].name)
 
 	tr := &http.Transport{MaxIdleConnsPerHost: clusterClients}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -868,10 +871,10 @@ func clusterFault(t *testing.T, bin string) {
 	// nats.go replaced its ordered consumer (~10s); scans now start over
 	// after 2s without an entry (bus/scan.go). The retry stays, logged,
 	// should a scan still fail.
-	var all []*bus.TaskRecord
+	var all []*taskstore.TaskRecord
 	for attempt := 1; attempt <= 3; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		all, err = admin.ListTasks(ctx, func(r *bus.TaskRecord) bool { return r.Agent == "slow" })
+		all, err = admin.ListTasks(ctx, func(r *taskstore.TaskRecord) bool { return r.Agent == "slow" })
 		cancel()
 		if err == nil {
 			break
@@ -951,7 +954,7 @@ func clusterFault(t *testing.T, bin string) {
 	// The dead node comes back with its data and catches up.
 	restart := time.Now()
 	require.NoError(t, nodes[victim].start(t))
-	after := clusterLeaders(t, admin.JetStream(), 3, 15*time.Second)
+	after := clusterLeaders(t, admin.Bus().JetStream(), 3, 15*time.Second)
 	t.Logf("%s rejoined, every asset current on 3 peers, %v after restart; leaders now %v",
 		nodes[victim].name, time.Since(restart).Round(time.Millisecond), after)
 

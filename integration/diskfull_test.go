@@ -29,15 +29,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/a2amesh/a2amesh/tasks"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/stretchr/testify/require"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // diskLogger discards logs unless A2AMESH_TEST_LOG is set.
@@ -50,7 +52,7 @@ func diskLogger() *slog.Logger {
 
 // smallMesh is an edge and an echo worker on one embedded server.
 type smallMesh struct {
-	bus  *bus.Bus
+	bus  *taskstore.Store
 	url  string // the echo agent's endpoint
 	hc   *http.Client
 	stop func()
@@ -63,14 +65,14 @@ func startSmallMesh(t *testing.T, connect func(name string) (*nats.Conn, error),
 	t.Helper()
 	log := diskLogger()
 	ctx, cancel := context.WithCancel(context.Background())
-	open := func(name string) *bus.Bus {
+	open := func(name string) *taskstore.Store {
 		nc, err := connect(name)
 		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
-			b, err := bus.Open(octx, nc, bus.Config{MaxQueueBytes: 1 << 20, Replicas: replicas})
+			b, err := bustest.OpenStoreOn(octx, nc, bus.Config{MaxQueueBytes: 1 << 20, Replicas: replicas})
 			ocancel()
 			if err == nil {
 				return b
@@ -81,14 +83,14 @@ func startSmallMesh(t *testing.T, connect func(name string) (*nats.Conn, error),
 	}
 	eb, wb := open("edge"), open("worker")
 	var wg sync.WaitGroup
-	w := &agentrt.Worker{Bus: wb, Agent: agents.Builtin()["echo"], Name: "echo", Concurrency: 8, Logger: log}
+	w := &agentrt.Worker{Store: wb, Agent: agents.Builtin()["echo"], Name: "echo", Concurrency: 8, Logger: log}
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	table := registry.NewTable(eb)
+	table := registry.NewTable(eb.Bus())
 	table.Logger = log
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = table.Run(ctx) }()
-	e := edge.New(edge.Config{Bus: eb, Registry: table, Logger: log})
+	e := edge.New(edge.Config{Store: eb, Registry: table, Logger: log})
 	hs := httptest.NewServer(e)
 	m := &smallMesh{bus: eb, url: hs.URL + "/agents/echo", hc: &http.Client{Timeout: 40 * time.Second}}
 	m.stop = func() {
@@ -224,7 +226,7 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 	acked := map[string]string{} // task id -> messageId
 	// pending holds sends accepted as the store filled: the task's first
 	// write fit, its snapshot did not, and its work was already queued.
-	// Such a send is answered within tasks.StoreFullGrace with the task
+	// Such a send is answered within taskstore.StoreFullGrace with the task
 	// as it stands (submitted), and the task runs once space returns.
 	pending := map[string]bool{}
 	var refusal *sendResult
@@ -300,22 +302,22 @@ func TestStoreLimitRefusesCleanly(t *testing.T) {
 func requireAcceptedAsFull(t *testing.T, r sendResult) {
 	t.Helper()
 	require.NotEmpty(t, r.taskID)
-	require.Less(t, r.took, tasks.StoreFullGrace+4*time.Second, "a send accepted as the store filled is answered after the grace, not the blocking bound")
+	require.Less(t, r.took, taskstore.StoreFullGrace+4*time.Second, "a send accepted as the store filled is answered after the grace, not the blocking bound")
 }
 
 // purgeTasks removes tasks' logs and snapshots (what retention does when
 // they age out).
-func purgeTasks(t *testing.T, b *bus.Bus, tasks map[string]string) {
+func purgeTasks(t *testing.T, b *taskstore.Store, tasks map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	js := b.JetStream()
-	events, err := js.Stream(ctx, bus.StreamEvents)
+	js := b.Bus().JetStream()
+	events, err := js.Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
-	snaps, err := js.Stream(ctx, "KV_"+bus.BucketTasks)
+	snaps, err := js.Stream(ctx, "KV_"+taskstore.BucketTasks)
 	require.NoError(t, err)
 	for id := range tasks {
-		require.NoError(t, events.Purge(ctx, jetstream.WithPurgeSubject(bus.EventsSubject(id))))
-		require.NoError(t, snaps.Purge(ctx, jetstream.WithPurgeSubject("$KV."+bus.BucketTasks+"."+id)))
+		require.NoError(t, events.Purge(ctx, jetstream.WithPurgeSubject(taskstore.EventsSubject(id))))
+		require.NoError(t, snaps.Purge(ctx, jetstream.WithPurgeSubject("$KV."+taskstore.BucketTasks+"."+id)))
 	}
 }

@@ -25,9 +25,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // mountTmpfs mounts a tmpfs of size (e.g. "64m") and returns its path; it
@@ -295,9 +297,9 @@ func TestDiskFullOneNodeOfThree(t *testing.T) {
 	// n2 catches up: every stream's replicas current.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, name := range []string{bus.StreamEvents, bus.StreamWork, "KV_" + bus.BucketTasks} {
+	for _, name := range []string{taskstore.StreamEvents, bus.StreamWork, "KV_" + taskstore.BucketTasks} {
 		for {
-			s, err := m.bus.JetStream().Stream(ctx, name)
+			s, err := m.bus.Bus().JetStream().Stream(ctx, name)
 			require.NoError(t, err)
 			if ci := s.CachedInfo().Cluster; ci != nil && len(ci.Replicas) == 2 && ci.Replicas[0].Current && ci.Replicas[1].Current {
 				break

@@ -35,9 +35,9 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -117,7 +117,7 @@ func startExtMesh(t *testing.T) *extMesh {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = (&agentrt.Worker{Bus: m.Bus(), Agent: extAgent{strict: strict, seen: seen}, Name: name,
+			_ = (&agentrt.Worker{Store: m.Store(), Agent: extAgent{strict: strict, seen: seen}, Name: name,
 				Concurrency: 4, Timeout: 20 * time.Second}).Run(ctx)
 		}()
 		t.Cleanup(func() { stop(); <-done })
@@ -149,7 +149,7 @@ type extAnswer struct {
 
 type extStreamed struct {
 	header, trailer []string
-	recorded        [][]string // each event's bus.MetaExtensions
+	recorded        [][]string // each event's taskstore.MetaExtensions
 }
 
 func splitExts(v string) []string {
@@ -216,7 +216,7 @@ func protoFor(v string) proto {
 	return v10
 }
 
-// recordedExts finds bus.MetaExtensions entries in an event's metadata.
+// recordedExts finds taskstore.MetaExtensions entries in an event's metadata.
 func recordedExts(t *testing.T, raw json.RawMessage) [][]string {
 	var out [][]string
 	walkJSON(decodeAny(t, raw), "", func(_ string, obj map[string]any) {
@@ -224,8 +224,8 @@ func recordedExts(t *testing.T, raw json.RawMessage) [][]string {
 		if !ok {
 			return
 		}
-		if v, ok := md[bus.MetaExtensions]; ok {
-			out = append(out, bus.ExtensionList(v))
+		if v, ok := md[taskstore.MetaExtensions]; ok {
+			out = append(out, taskstore.ExtensionList(v))
 		}
 	})
 	return out
@@ -345,8 +345,8 @@ var grpcExtBinding = extBinding{
 			case ev.GetArtifactUpdate() != nil:
 				md = ev.GetArtifactUpdate().GetMetadata().AsMap()
 			}
-			if v, ok := md[bus.MetaExtensions]; ok {
-				out.recorded = append(out.recorded, bus.ExtensionList(v))
+			if v, ok := md[taskstore.MetaExtensions]; ok {
+				out.recorded = append(out.recorded, taskstore.ExtensionList(v))
 			}
 		}
 		out.trailer = splitExts(strings.Join(st.Trailer().Get("a2a-extensions"), ","))
@@ -454,13 +454,13 @@ func TestExtensionsThroughProxy(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := proxy.New(ctx, proxy.Config{URL: m.URL + "/agents/ext", Name: "px-ext", Guard: guard, Bus: m.Bus()})
+	p, err := proxy.New(ctx, proxy.Config{URL: m.URL + "/agents/ext", Name: "px-ext", Guard: guard, Store: m.Store()})
 	require.NoError(t, err)
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}).Run(wctx)
+		_ = (&agentrt.Worker{Store: m.Store(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}).Run(wctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })
 	waitAgent(t, m.URL, "px-ext")

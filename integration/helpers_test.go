@@ -20,9 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 const (

@@ -4,10 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // send posts a blocking send of msg to echo and returns the task's id.

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // An edge that dies between creating a task and enqueueing its turn leaves
@@ -23,7 +24,7 @@ func TestStrandedTaskIsReEnqueued(t *testing.T) {
 	id, ctxID := uuid.NewString(), uuid.NewString()
 	msg := a2a.Message{MessageID: uuid.NewString(), TaskID: id, ContextID: ctxID, Role: a2a.RoleUser,
 		Parts: []a2a.Part{a2a.TextPart("stranded")}}
-	_, err := m.Bus().CreateTask(ctx, &bus.TaskRecord{
+	_, err := m.Store().CreateTask(ctx, &taskstore.TaskRecord{
 		Task: a2a.Task{ID: id, ContextID: ctxID, Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()},
 			History: []a2a.Message{msg}},
 		Agent: "echo",

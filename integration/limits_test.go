@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // limitBurst is the burst of the limit tests. Their rate is so low (one
@@ -140,7 +140,7 @@ func TestRetentionEvictedTaskIsNotFound(t *testing.T) {
 		require.Equal(t, v10.completed, tk.Status.State)
 		ids[i] = tk.ID
 		ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
-		_, err := m.Bus().Trim(ctx) // what every process does every few seconds
+		_, err := m.Store().Trim(ctx) // what every process does every few seconds
 		cancel()
 		require.NoError(t, err)
 	}
@@ -157,7 +157,7 @@ func TestRetentionEvictedTaskIsNotFound(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
 	defer cancel()
-	kv, err := m.Bus().JetStream().Stream(ctx, "KV_"+bus.BucketTasks)
+	kv, err := m.Bus().JetStream().Stream(ctx, "KV_"+taskstore.BucketTasks)
 	require.NoError(t, err)
 	info, err := kv.Info(ctx)
 	require.NoError(t, err)

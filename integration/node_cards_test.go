@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
-	"github.com/stretchr/testify/require"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // TestNodeSDKVerifiesCards: the signatures on every card the mesh serves
@@ -26,7 +28,7 @@ func TestNodeSDKVerifiesCards(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := cardsig.Rotate(ctx, cardStore(t, m.Bus()))
+	_, err := cardsig.Rotate(ctx, cardStore(t, m.Store()))
 	require.NoError(t, err)
 	time.Sleep(3 * time.Second) // past the edge's key recheck interval (2 s)
 	t.Run("rotation", func(t *testing.T) {
@@ -35,11 +37,11 @@ func TestNodeSDKVerifiesCards(t *testing.T) {
 }
 
 // cardStore opens the card key bucket of b.
-func cardStore(t *testing.T, b *bus.Bus) *bus.CardKeys {
+func cardStore(t *testing.T, b *taskstore.Store) *bus.CardKeys {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := b.CardKeyStore(ctx)
+	st, err := b.Bus().CardKeyStore(ctx)
 	require.NoError(t, err)
 	return st
 }

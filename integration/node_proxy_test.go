@@ -73,7 +73,7 @@ func TestProxyToJSSDKAgents(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			for _, agent := range []string{"ask", "echo"} {
-				p, err := proxy.New(ctx, proxy.Config{URL: base + "/agents/" + agent, Name: tc.name + "-" + agent, Guard: guard, Bus: m.Bus()})
+				p, err := proxy.New(ctx, proxy.Config{URL: base + "/agents/" + agent, Name: tc.name + "-" + agent, Guard: guard, Store: m.Store()})
 				require.NoError(t, err)
 				_, _, version := p.Endpoint()
 				assert.Equal(t, tc.version, version)
@@ -81,7 +81,7 @@ func TestProxyToJSSDKAgents(t *testing.T) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					_ = (&agentrt.Worker{Bus: m.Bus(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}).Run(wctx)
+					_ = (&agentrt.Worker{Store: m.Store(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}).Run(wctx)
 				}()
 				t.Cleanup(func() { stop(); <-done })
 				waitAgent(t, m.URL, tc.name+"-"+agent)

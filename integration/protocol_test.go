@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 var builtinAgents = []string{"echo", "slow", "ask"}

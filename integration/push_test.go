@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
@@ -404,9 +405,9 @@ func startPushEdge(t *testing.T, natsURL string, pc edge.PushConfig) *pushEdge {
 	nc, err := bus.Dial(bus.DialConfig{URL: natsURL, Name: "push-test-edge"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	b, err := bus.Open(ctx, nc, bus.Config{})
+	b, err := bustest.OpenStoreOn(ctx, nc, bus.Config{})
 	require.NoError(t, err)
-	table := registry.NewTable(b)
+	table := registry.NewTable(b.Bus())
 	regDone := make(chan struct{})
 	go func() {
 		defer close(regDone)
@@ -414,7 +415,7 @@ func startPushEdge(t *testing.T, natsURL string, pc edge.PushConfig) *pushEdge {
 	}()
 	// Push delivery runs beside the edge, as a host runs it (mesh, the
 	// edge role); the edge serves the push-config methods from it.
-	ecfg := edge.Config{Bus: b, Registry: table, Push: pc, Logger: quietPushLogger()}
+	ecfg := edge.Config{Store: b, Registry: table, Push: pc, Logger: quietPushLogger()}
 	pusher, err := edge.NewPushDeliverer(ecfg)
 	require.NoError(t, err)
 	ecfg.PushDeliverer = pusher

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // TestReadAfterWriteThroughEachNode writes tasks through each node of a
@@ -51,7 +54,7 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 			"--cluster", "raw", "--listen-cluster", n.route, "--routes", strings.Join(routes, ","), "--log-level", "warn"}
 		n.proc = startRole(t, bin, name, n.args...)
 	}
-	buses := make([]*bus.Bus, len(nodes))
+	buses := make([]*taskstore.Store, len(nodes))
 	deadline := time.Now().Add(60 * time.Second)
 	for i, n := range nodes {
 		for j := 0; j < 300; j++ {
@@ -68,7 +71,7 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 		for j := 0; j < 300 && buses[i] == nil; j++ {
 			require.True(t, time.Now().Before(deadline), "bus did not open through node %d: %v", i, lastErr)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			buses[i], lastErr = bus.Open(ctx, nc, bus.Config{Replicas: 3})
+			buses[i], lastErr = bustest.OpenStoreOn(ctx, nc, bus.Config{Replicas: 3})
 			cancel()
 			if buses[i] == nil {
 				time.Sleep(250 * time.Millisecond)
@@ -97,15 +100,15 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 					for i := 0; i < perWriter && ctx.Err() == nil; i++ {
 						w := buses[via[(g+i)%len(via)]]
 						id := fmt.Sprintf("%s-%d-%d", label, g, i)
-						rec, err := w.CreateTask(ctx, &bus.TaskRecord{Agent: "echo", Task: a2a.Task{ID: id, ContextID: "c-" + id,
+						rec, err := w.CreateTask(ctx, &taskstore.TaskRecord{Agent: "echo", Task: a2a.Task{ID: id, ContextID: "c-" + id,
 							Status: a2a.TaskStatus{State: a2a.StateSubmitted}}})
 						if err != nil {
 							return err
 						}
 						for j, r := range buses {
 							// PeekTask is the worker's first read of a task it was handed.
-							_, err := rawRead(ctx, func(c context.Context) (*bus.TaskRecord, error) { return r.PeekTask(c, id) })
-							if errors.Is(err, bus.ErrTaskNotFound) {
+							_, err := rawRead(ctx, func(c context.Context) (*taskstore.TaskRecord, error) { return r.PeekTask(c, id) })
+							if errors.Is(err, taskstore.ErrTaskNotFound) {
 								mu.Lock()
 								missed = append(missed, fmt.Sprintf("%s written via node %d, read via node %d", id, via[(g+i)%len(via)], j))
 								mu.Unlock()
@@ -118,7 +121,7 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 							return err
 						}
 						for j, r := range buses {
-							got, err := rawRead(ctx, func(c context.Context) (*bus.TaskRecord, error) { return r.LoadTask(c, id) })
+							got, err := rawRead(ctx, func(c context.Context) (*taskstore.TaskRecord, error) { return r.LoadTask(c, id) })
 							if err != nil {
 								return fmt.Errorf("load %s via node %d: %w", id, j, err)
 							}
@@ -156,7 +159,7 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 				defer wg.Done()
 				for k := g; k < g+50; k++ {
 					id := fmt.Sprintf("backlog-%d", i+k)
-					_, _ = buses[k%2].CreateTask(ctx, &bus.TaskRecord{Agent: "echo", Task: a2a.Task{ID: id, ContextID: "c",
+					_, _ = buses[k%2].CreateTask(ctx, &taskstore.TaskRecord{Agent: "echo", Task: a2a.Task{ID: id, ContextID: "c",
 						Status: a2a.TaskStatus{State: a2a.StateSubmitted}}})
 				}
 			}()
@@ -175,14 +178,14 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 // rawRead is one read of the test, repeated while it fails for another
 // reason than an answer (a node that has just restarted may not route the
 // request yet): each attempt has 3 s, all of them 30 s.
-func rawRead(ctx context.Context, read func(context.Context) (*bus.TaskRecord, error)) (*bus.TaskRecord, error) {
+func rawRead(ctx context.Context, read func(context.Context) (*taskstore.TaskRecord, error)) (*taskstore.TaskRecord, error) {
 	var err error
 	for attempt := 0; attempt < 10 && ctx.Err() == nil; attempt++ {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
-		var rec *bus.TaskRecord
+		var rec *taskstore.TaskRecord
 		rec, err = read(c)
 		cancel()
-		if err == nil || errors.Is(err, bus.ErrTaskNotFound) {
+		if err == nil || errors.Is(err, taskstore.ErrTaskNotFound) {
 			return rec, err
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -33,7 +33,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
-	"github.com/a2amesh/a2amesh/tasks"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // replyMesh is a mesh with gRPC and a second edge on the same bus.
@@ -54,7 +54,7 @@ func startReplyMesh(t *testing.T) *replyMesh {
 // replyID is the id of the hidden task a send to agent with messageID
 // created (no credentials: no owner).
 func replyID(agent, messageID string) string {
-	return tasks.DeriveTaskID(agent, "", messageID+"\x00")
+	return taskstore.DeriveTaskID(agent, "", messageID+"\x00")
 }
 
 // requireHiddenReplyTask checks the task a message reply was recorded in
@@ -63,7 +63,7 @@ func (m *replyMesh) requireHiddenReplyTask(t *testing.T, p proto, path, id strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rec, err := m.Bus().LoadTask(ctx, id)
+	rec, err := m.Store().LoadTask(ctx, id)
 	require.NoError(t, err, "the reply's task is on the bus")
 	require.True(t, rec.Task.IsReply(), "the task ended as a message reply: %+v", rec.Task.Status)
 	for _, via := range []*rawMesh{m.rawMesh, m.second} {
@@ -320,7 +320,7 @@ func TestMessageReplySurvivesItsWorker(t *testing.T) {
 	m := startReplyMesh(t)
 	ag := &stamper{}
 	startWorker := func() (stop func()) {
-		w := &agentrt.Worker{Bus: m.Bus(), Name: "stamper", Agent: ag, Concurrency: 2, Timeout: 10 * time.Second,
+		w := &agentrt.Worker{Store: m.Store(), Name: "stamper", Agent: ag, Concurrency: 2, Timeout: 10 * time.Second,
 			Logger: quietPushLogger()}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -426,7 +426,7 @@ func TestMessageReplyAfterWorkerLoss(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ag := &crasher{name: name, decideFirst: decideFirst, started: make(chan struct{}, 1)}
 			startAgentWorker := func() func() {
-				w := &agentrt.Worker{Bus: m.Bus(), Name: name, Agent: ag, Concurrency: 1, Timeout: 20 * time.Second,
+				w := &agentrt.Worker{Store: m.Store(), Name: name, Agent: ag, Concurrency: 1, Timeout: 20 * time.Second,
 					Logger: quietPushLogger()}
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // requireShape checks one stream result is in its version's encoding.

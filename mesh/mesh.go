@@ -24,13 +24,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
+
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go"
-	"google.golang.org/grpc"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Config configures a mesh. Only DataDir is required; the zero value of
@@ -80,6 +82,7 @@ type Mesh struct {
 	srv    *bus.Server
 	nc     *nats.Conn
 	bus    *bus.Bus
+	store  *taskstore.Store
 	http   *http.Server
 	ln     net.Listener
 	grpc   *grpc.Server
@@ -145,7 +148,10 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	if m.nc, err = m.srv.Connect("a2amesh-dev"); err != nil {
 		return nil, fmt.Errorf("mesh: connect: %w", err)
 	}
-	if m.bus, err = bus.Open(ctx, m.nc, cfg.Bus); err != nil {
+	if m.bus, err = bus.Open(ctx, m.nc, cfg.Bus); err == nil {
+		m.store, err = taskstore.Open(ctx, m.bus)
+	}
+	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -153,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		_ = m.bus.Run(runCtx) // the bus's upkeep (retention), until runCtx ends
+		_ = m.store.Run(runCtx) // the task store's upkeep (retention), until runCtx ends
 	}()
 
 	table := registry.NewTable(m.bus)
@@ -166,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	}()
 	builtin := agents.Builtin()
 	for name, a := range builtin {
-		w := &agentrt.Worker{Bus: m.bus, Agent: a, Name: name, Concurrency: cfg.Concurrency,
+		w := &agentrt.Worker{Store: m.store, Agent: a, Name: name, Concurrency: cfg.Concurrency,
 			Timeout: cfg.TaskTimeout, DelegateWait: cfg.DelegateWait, StaleAfter: cfg.StaleAfter,
 			SweepEvery: cfg.SweepEvery, Metrics: cfg.Edge.Metrics, Logger: cfg.Logger}
 		m.wg.Add(1)
@@ -182,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	}
 
 	ecfg := cfg.Edge
-	ecfg.Bus, ecfg.Registry, ecfg.Logger = m.bus, table, cfg.Logger
+	ecfg.Store, ecfg.Registry, ecfg.Logger = m.store, table, cfg.Logger
 	// Push delivery (with Edge.Push.Enabled) runs beside the edge, which
 	// serves the push-config methods from it, and stops with the mesh.
 	// Start returns once it runs (it retries what NATS refuses meanwhile,
@@ -281,6 +287,9 @@ func (m *Mesh) NATSURL() string { return m.srv.ClientURL() }
 // Bus is the mesh's bus connection, shared by its edge and workers; a
 // worker in this process may use it too. It is closed by Close.
 func (m *Mesh) Bus() *bus.Bus { return m.bus }
+
+// Store is the mesh's task store, on its bus.
+func (m *Mesh) Store() *taskstore.Store { return m.store }
 
 // Close stops the edge (open streams are cut after a short grace), the
 // workers (tasks in hand go back to the queue), the registry table and the

@@ -12,15 +12,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/metrics"
-	"github.com/a2amesh/a2amesh/internal/ssrf"
-	"github.com/a2amesh/a2amesh/tracing"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/taskstore"
+	"github.com/a2amesh/a2amesh/tracing"
 )
 
 // Headers of a push delivery.
@@ -166,10 +168,10 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	}
 	var ev *a2a.StreamResponse
 	err = d.rideOut(ctx, m, func() (err error) {
-		ev, err = d.bus.EventAt(ctx, job.TaskID, job.Seq)
+		ev, err = d.tasks.EventAt(ctx, job.TaskID, job.Seq)
 		return err
 	})
-	if errors.Is(err, bus.ErrTaskNotFound) {
+	if errors.Is(err, taskstore.ErrTaskNotFound) {
 		log.Warn("push: event no longer in the log; dropped")
 		d.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Ack()
@@ -339,7 +341,7 @@ func (d *Deliverer) startSpan(ctx context.Context, job *bus.PushJob, attempt uin
 	if !tracing.Enabled() {
 		return ctx, noopSpan
 	}
-	if rec, err := d.bus.PeekTask(ctx, job.TaskID); err == nil {
+	if rec, err := d.tasks.PeekTask(ctx, job.TaskID); err == nil {
 		if sc, ok := tracing.ParseTraceparent(rec.Trace); ok {
 			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Dispatcher tuning.
@@ -70,6 +71,7 @@ type Deliverer struct {
 
 	// Set while Run starts, before the state is Running; read only then.
 	kv     *bus.PushStore
+	tasks  *taskstore.Store
 	store  *Store
 	signer *pushsig.Signer
 	wg     sync.WaitGroup
@@ -78,7 +80,7 @@ type Deliverer struct {
 // New returns a deliverer for cfg on bus b. It fails only on a
 // configuration error (the allow-list, the signing key file: see
 // Config.Check); it does not touch NATS.
-func New(b *bus.Bus, cfg Config) (*Deliverer, error) {
+func New(s *taskstore.Store, cfg Config) (*Deliverer, error) {
 	cfg = cfg.withDefaults()
 	guard, keyFile, err := cfg.prepare()
 	if err != nil {
@@ -89,7 +91,7 @@ func New(b *bus.Bus, cfg Config) (*Deliverer, error) {
 		return http.ErrUseLastResponse // a webhook answers itself; a redirect is a failure
 	}
 	return &Deliverer{
-		cfg: cfg, bus: b, log: cfg.Logger, guard: guard, keyFile: keyFile, client: client,
+		cfg: cfg, bus: s.Bus(), tasks: s, log: cfg.Logger, guard: guard, keyFile: keyFile, client: client,
 		index: newIndex(), reindex: make(chan struct{}, 1), ready: make(chan struct{}),
 	}, nil
 }
@@ -197,7 +199,7 @@ func (d *Deliverer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.store = newStore(d.bus, d.kv, d.guard, d.cfg)
+	d.store = newStore(d.tasks, d.kv, d.guard, d.cfg)
 	if d.signer, err = d.loadSigner(ctx, d.keyFile); err != nil {
 		return err
 	}
@@ -214,7 +216,7 @@ func (d *Deliverer) start(ctx context.Context) error {
 	}
 	var dispatch, deliver bus.Consumer
 	err = bus.Retry(ctx, d.log, "consumer "+bus.ConsumerPushDispatch, func(ctx context.Context) error {
-		c, err := d.kv.DispatchConsumer(ctx, dispatchBatch, dispatchAckWait)
+		c, err := d.tasks.DispatchConsumer(ctx, dispatchBatch, dispatchAckWait)
 		dispatch = c
 		return err
 	})

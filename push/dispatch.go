@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // failStreak paces and logs a loop's failures in a row: a pause growing
@@ -142,7 +143,7 @@ func (d *Deliverer) dispatch(ctx context.Context, group []*bus.Msg) {
 		}
 	}
 	for _, m := range group {
-		taskID, ok := bus.TaskIDOfEvent(m.Subject())
+		taskID, ok := taskstore.TaskIDOfEvent(m.Subject())
 		if !ok {
 			continue
 		}

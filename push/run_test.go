@@ -17,9 +17,11 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
 	"github.com/a2amesh/a2amesh/push"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -27,7 +29,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // warmBus is testBus after one Deliverer ran on it and stopped: the
 // server has the bucket, streams and consumers, so the goroutines it runs
 // for them are there before a test takes its goroutine snapshot.
-func warmBus(t *testing.T) *bus.Bus {
+func warmBus(t *testing.T) *taskstore.Store {
 	t.Helper()
 	b := testBus(t)
 	d, err := push.New(b, push.Config{Logger: quiet()})
@@ -39,13 +41,13 @@ func warmBus(t *testing.T) *bus.Bus {
 }
 
 // testBus opens a bus on a fresh single NATS node.
-func testBus(t *testing.T) *bus.Bus {
+func testBus(t *testing.T) *taskstore.Store {
 	t.Helper()
 	nd := natstest.StartSingle(t)
 	nc := natstest.Connect(t, "push-test", nd.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, nc, bus.Config{})
+	b, err := bustest.OpenStoreOn(ctx, nc, bus.Config{})
 	require.NoError(t, err)
 	return b
 }
@@ -145,7 +147,7 @@ func TestDeliversWithoutAnEdge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := uuid.NewString()
-	rec, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: "echo", Owner: "alice",
+	rec, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: "echo", Owner: "alice",
 		Task: a2a.Task{ID: id, ContextID: uuid.NewString(), Status: a2a.TaskStatus{State: a2a.StateSubmitted}}})
 	require.NoError(t, err)
 	s := d.Store()

@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
-	"github.com/google/uuid"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Store is the push-config store the A2A push-config methods call: it
@@ -21,7 +23,7 @@ import (
 // task for its principal first (a task of another owner is not found).
 // Its errors for the client are *a2a.Error values.
 type Store struct {
-	bus        *bus.Bus
+	tasks      *taskstore.Store
 	kv         *bus.PushStore
 	guard      *ssrf.Guard
 	maxConfigs int
@@ -33,21 +35,21 @@ type Store struct {
 // push-config methods while Deliverers run elsewhere (a Deliverer opens
 // its own: Deliverer.Store). Only cfg's Trusted, MaxConfigsPerTask and
 // Logger matter here.
-func OpenStore(ctx context.Context, b *bus.Bus, cfg Config) (*Store, error) {
+func OpenStore(ctx context.Context, ts *taskstore.Store, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	guard, err := ssrf.New(cfg.Trusted)
 	if err != nil {
 		return nil, fmt.Errorf("push: allow-list: %w", err)
 	}
-	kv, err := b.OpenPush(ctx)
+	kv, err := ts.Bus().OpenPush(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return newStore(b, kv, guard, cfg), nil
+	return newStore(ts, kv, guard, cfg), nil
 }
 
-func newStore(b *bus.Bus, kv *bus.PushStore, guard *ssrf.Guard, cfg Config) *Store {
-	return &Store{bus: b, kv: kv, guard: guard, maxConfigs: cfg.MaxConfigsPerTask, log: cfg.Logger}
+func newStore(ts *taskstore.Store, kv *bus.PushStore, guard *ssrf.Guard, cfg Config) *Store {
+	return &Store{tasks: ts, kv: kv, guard: guard, maxConfigs: cfg.MaxConfigsPerTask, log: cfg.Logger}
 }
 
 // Bounds of a push config's fields.
@@ -142,7 +144,7 @@ func tooMany(taskID string, n int) error {
 // a new one; a config with the id of an existing one replaces it. It also
 // queues the events the task logged while the config was being stored
 // (see catchUp), so a config never misses an event after rec.LastSeq.
-func (s *Store) Save(ctx context.Context, rec *bus.TaskRecord, cfg a2a.TaskPushNotificationConfig, v a2a.Version) (*bus.PushRecord, error) {
+func (s *Store) Save(ctx context.Context, rec *taskstore.TaskRecord, cfg a2a.TaskPushNotificationConfig, v a2a.Version) (*bus.PushRecord, error) {
 	cfg.TaskID = rec.Task.ID
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
@@ -178,7 +180,7 @@ const maxCatchUp = 1000
 // only events it may have handled before the config existed need this;
 // jobs it queues too are dropped as duplicates (same message id).
 func (s *Store) catchUp(ctx context.Context, pr *bus.PushRecord) {
-	seqs, err := s.bus.EventSeqsAfter(ctx, pr.Config.TaskID, pr.FromSeq, maxCatchUp)
+	seqs, err := s.tasks.EventSeqsAfter(ctx, pr.Config.TaskID, pr.FromSeq, maxCatchUp)
 	if err != nil {
 		s.log.Warn("push: could not read events logged while the config was stored", "task_id", pr.Config.TaskID, "err", err)
 	}

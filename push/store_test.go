@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/push"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // The store on its own: the per-task limit (a replaced config does not
@@ -23,7 +23,7 @@ func TestStore(t *testing.T) {
 	s, err := push.OpenStore(ctx, b, push.Config{MaxConfigsPerTask: 2, Logger: quiet()})
 	require.NoError(t, err)
 	id := uuid.NewString()
-	rec, err := b.CreateTask(ctx, &bus.TaskRecord{Agent: "echo", Owner: "bob",
+	rec, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: "echo", Owner: "bob",
 		Task: a2a.Task{ID: id, ContextID: uuid.NewString(), Status: a2a.TaskStatus{State: a2a.StateSubmitted}}})
 	require.NoError(t, err)
 

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/internal/natstest"
 )
 
 // Connection probes (proc.go). The TTL here is the default 10s, so an
@@ -188,10 +190,10 @@ func TestDroppedConnectionNoFalseDeparture(t *testing.T) {
 		}
 	})
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	b, err := bus.Open(octx, nc, cfg)
+	b, err := bustest.OpenStoreOn(octx, nc, cfg)
 	cancel()
 	require.NoError(t, err)
-	publishing(t, b, "echo", "w")
+	publishing(t, b.Bus(), "echo", "w")
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool { return listed(table, "echo") }))
 
 	// Watch the table throughout, the reconnects included.
@@ -250,10 +252,10 @@ func TestGoneConnectionComesBack(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	b, err := bus.Open(octx, nc, cfg)
+	b, err := bustest.OpenStoreOn(octx, nc, cfg)
 	cancel()
 	require.NoError(t, err)
-	publishing(t, b, "echo", "w")
+	publishing(t, b.Bus(), "echo", "w")
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool { return listed(table, "echo") }))
 
 	cid, err := nc.GetClientID()
@@ -296,9 +298,9 @@ func TestRefusedProbeSubscriptionIsNotAdvertised(t *testing.T) {
 		t.Cleanup(nc.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b, err := bus.Open(ctx, nc, cfg)
+		b, err := bustest.OpenStoreOn(ctx, nc, cfg)
 		require.NoError(t, err)
-		return b
+		return b.Bus()
 	}
 	edgeBus, workerBus := connect("edge", "e"), connect("worker", "w")
 	table := NewTable(edgeBus)
@@ -327,10 +329,10 @@ func openWith(t *testing.T, urls, name string, cfg bus.Config, reconnects *sync.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		octx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		b, err := bus.Open(octx, nc, cfg)
+		b, err := bustest.OpenStoreOn(octx, nc, cfg)
 		cancel()
 		if err == nil {
-			return b, nc
+			return b.Bus(), nc
 		}
 		require.True(t, time.Now().Before(deadline), "bus not open: %v", err)
 		time.Sleep(250 * time.Millisecond)

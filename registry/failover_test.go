@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/natstest"
 )
 
 // Failover tests. TestEntrySurvivesJetStreamOutage takes JetStream's

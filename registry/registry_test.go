@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 )
 
 func openBus(t *testing.T, cfg bus.Config) *bus.Bus {
@@ -25,9 +27,9 @@ func openBus(t *testing.T, cfg bus.Config) *bus.Bus {
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, nc, cfg)
+	b, err := bustest.OpenStoreOn(ctx, nc, cfg)
 	require.NoError(t, err)
-	return b
+	return b.Bus()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Call is who calls and whom, as the transport knows it, and what the
@@ -53,7 +54,7 @@ type Call struct {
 	agent    string
 	pinned   bool
 	resolved bool
-	routed   *bus.TaskRecord
+	routed   *taskstore.TaskRecord
 	// activated are the agent's extensions activated for the call.
 	activated []string
 }
@@ -93,7 +94,7 @@ func (c *Call) logger(fallback *slog.Logger) *slog.Logger {
 	return c.Log
 }
 
-func (c *Call) noteTask(rec *bus.TaskRecord) {
+func (c *Call) noteTask(rec *taskstore.TaskRecord) {
 	if c.OnTask != nil {
 		c.OnTask(TaskRef{ID: rec.Task.ID, ContextID: rec.Task.ContextID, Trace: rec.Trace})
 	}
@@ -183,7 +184,7 @@ func (s *Service) routeByTask(ctx context.Context, c *Call, id string) error {
 	}
 	rec, err := s.readTask(ctx, id)
 	switch {
-	case errors.Is(err, bus.ErrTaskNotFound):
+	case errors.Is(err, taskstore.ErrTaskNotFound):
 		return nil
 	case err != nil:
 		return err

@@ -39,8 +39,8 @@ func TestGetExtendedAgentCard(t *testing.T) {
 		Skills: []a2a.AgentSkill{skill("base")}}
 	ext := &a2a.AgentCard{Name: "x", Description: "more", Skills: []a2a.AgentSkill{skill("base"), skill("extra"), skill("other")}}
 	v03 := &a2a.AgentCard{Name: "old", SupportsAuthenticatedExtendedCard: a2a.Bool(true)}
-	b := bustest.Open(t, bus.Config{})
-	svc := service.New(service.Config{Bus: b, KeepAlive: time.Hour,
+	b := bustest.OpenStore(t, bus.Config{})
+	svc := service.New(service.Config{Store: b, KeepAlive: time.Hour,
 		Agents: xagents{"x": {public, ext}, "plain": {&a2a.AgentCard{Name: "plain"}, ext}, "bare": {public, nil}, "old": {v03, ext}},
 		SkillVisible: func(principal, agent, skill string) bool {
 			return principal != "bob" || skill == "other"

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -17,12 +17,12 @@ import (
 //     mesh honours them on every call;
 //   - for a send answered when its turn settled (a blocking SendMessage),
 //     the requested extensions the agent activated while it ran, as its
-//     worker recorded them with the task (bus.TaskRecord.Extensions);
+//     worker recorded them with the task (taskstore.TaskRecord.Extensions);
 //   - for a send answered before the agent ran or finished (a stream, whose
 //     headers go out first; returnImmediately; a blocking send past its
 //     bound), the requested extensions the agent's card declares: those
 //     the agent supports and may activate. A stream's events carry the set
-//     actually activated in their metadata (bus.MetaExtensions).
+//     actually activated in their metadata (taskstore.MetaExtensions).
 //
 // A call to an agent whose card marks an extension required that the
 // client did not request is refused with -32008 before anything else.
@@ -39,7 +39,7 @@ var meshExtensions = []a2a.AgentExtension{tracing.Extension()}
 func (c *Call) ActivatedExtensions() []string { return c.echo(c.activated) }
 
 // ActivatedBy is what to echo when the agent's worker recorded the set
-// recorded (bus.MetaExtensions): a stream's trailer, once its events
+// recorded (taskstore.MetaExtensions): a stream's trailer, once its events
 // told what the agent activated.
 func (c *Call) ActivatedBy(recorded []string) []string {
 	var agent []string
@@ -107,7 +107,7 @@ func (s *Service) activateDeclared(c *Call) {
 // activateRecorded sets the call's activated extensions to those the
 // agent activated for the turn rec settled, as far as the call requested
 // them.
-func (c *Call) activateRecorded(rec *bus.TaskRecord) {
+func (c *Call) activateRecorded(rec *taskstore.TaskRecord) {
 	c.activated = nil
 	for _, u := range rec.Extensions {
 		if slices.Contains(c.Extensions, u) {

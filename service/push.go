@@ -3,11 +3,12 @@ package service
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/push"
-	"github.com/a2amesh/a2amesh/tasks"
-	"github.com/google/uuid"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Push notifications: the four push-config methods over the config store
@@ -174,7 +175,7 @@ func readBack(cfg a2a.TaskPushNotificationConfig) *a2a.TaskPushNotificationConfi
 // savePushConfig stores a validated config of task rec for the caller,
 // in the shapes of the call's version. Its tenant is kept (and echoed in
 // 1.0) only when it names the agent called.
-func (s *Service) savePushConfig(ctx context.Context, c *Call, st *push.Store, rec *bus.TaskRecord, cfg a2a.TaskPushNotificationConfig) (*bus.PushRecord, error) {
+func (s *Service) savePushConfig(ctx context.Context, c *Call, st *push.Store, rec *taskstore.TaskRecord, cfg a2a.TaskPushNotificationConfig) (*bus.PushRecord, error) {
 	if cfg.Tenant != c.agent {
 		cfg.Tenant = ""
 	}
@@ -215,7 +216,7 @@ func (s *Service) storeSendPush(ctx context.Context, c *Call, p *sendPlan) error
 	}
 	cfg := *p.req.Configuration.TaskPushNotificationConfig
 	if cfg.ID == "" {
-		cfg.ID = uuid.NewSHA1(tasks.IDSpace, []byte("push\x00"+p.rec.Task.ID+"\x00"+p.req.Message.MessageID)).String()
+		cfg.ID = uuid.NewSHA1(taskstore.IDSpace, []byte("push\x00"+p.rec.Task.ID+"\x00"+p.req.Message.MessageID)).String()
 	}
 	_, err = s.savePushConfig(ctx, c, st, p.rec, cfg)
 	return err

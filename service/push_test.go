@@ -22,7 +22,7 @@ func TestPushConfigs(t *testing.T) {
 	_, b := newService(t)
 	st, err := push.OpenStore(ctx, b, push.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
-	svc := service.New(service.Config{Bus: b, Agents: agents{"echo": {}}, DefaultAgent: "echo", KeepAlive: time.Hour,
+	svc := service.New(service.Config{Store: b, Agents: agents{"echo": {}}, DefaultAgent: "echo", KeepAlive: time.Hour,
 		PushStore: func() (*push.Store, error) { return st, nil }})
 	task := send(t, svc, as(ctx, "alice", ""), "hi")
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Message replies. An agent whose card lists a2a.MessageRepliesExtension
@@ -28,7 +28,7 @@ import (
 // awaitsReply reports whether a send's first answer must wait for the
 // agent's first output: the agent may answer with a message and the task
 // rec (as the send left it) is still undecided.
-func (s *Service) awaitsReply(c *Call, rec *bus.TaskRecord) bool {
+func (s *Service) awaitsReply(c *Call, rec *taskstore.TaskRecord) bool {
 	card, ok := s.cfg.Agents.Lookup(c.agent)
 	return ok && card.RepliesWithMessage() && undecided(&rec.Task)
 }
@@ -57,7 +57,7 @@ func replyEvent(contextID string, seq uint64, su *a2a.TaskStatusUpdateEvent) Eve
 
 // replyOnly is the stream of a send answered with a message: the message,
 // then the end.
-func replyOnly(rec *bus.TaskRecord) Stream {
+func replyOnly(rec *taskstore.TaskRecord) Stream {
 	return func(yield func(Event, error) bool) {
 		yield(Event{Seq: rec.LastSeq, Resp: &a2a.StreamResponse{Message: rec.Task.Reply()}}, nil)
 	}
@@ -68,7 +68,7 @@ func replyOnly(rec *bus.TaskRecord) Stream {
 // error to yield, and returns that event (the reply event, or the task's
 // first output). ok is false when no event decided: the stream ended (an
 // error, yield refusing a keep-alive, ctx ending).
-func (s *Service) firstOutput(ctx context.Context, c *Call, rec *bus.TaskRecord, yield func(Event, error) bool) (first Event, ok bool) {
+func (s *Service) firstOutput(ctx context.Context, c *Call, rec *taskstore.TaskRecord, yield func(Event, error) bool) (first Event, ok bool) {
 	s.pumpClaims(ctx, c, rec.Task.ID, rec.LastSeq, func(ev Event, err error) bool {
 		if err != nil || ev.Resp == nil {
 			return yield(ev, err)
@@ -114,7 +114,7 @@ func (s *Service) replyStream(ctx context.Context, c *Call, p *sendPlan) Stream 
 // that may answer with a message: it waits, at most the blocking bound,
 // for the agent's first output and returns the task as it then stands
 // (ended as a reply, or the task to answer).
-func (s *Service) awaitFirstOutput(ctx context.Context, c *Call, rec *bus.TaskRecord) (*bus.TaskRecord, error) {
+func (s *Service) awaitFirstOutput(ctx context.Context, c *Call, rec *taskstore.TaskRecord) (*taskstore.TaskRecord, error) {
 	wctx := ctx
 	if bound := s.cfg.BlockingTimeout; bound >= 0 {
 		var cancel context.CancelFunc

@@ -5,18 +5,19 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/tasks"
-	"github.com/google/uuid"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // sendPlan is a validated send whose user turn is recorded in the task's
 // log and handed to the agent's workers (tasks.Service.Submit).
 type sendPlan struct {
 	req *a2a.SendMessageRequest
-	rec *bus.TaskRecord // snapshot right after the user turn
-	sub *tasks.Submitted
+	rec *taskstore.TaskRecord // snapshot right after the user turn
+	sub *taskstore.Submitted
 }
 
 func (p *sendPlan) historyLength() int {
@@ -58,7 +59,7 @@ func (s *Service) submit(ctx context.Context, c *Call, req *a2a.SendMessageReque
 		return nil, a2a.ErrContentTypeNotSupported.With("Incompatible content types: acceptedOutputModes %v not supported by agent %s (it produces %v)",
 			cfg.AcceptedOutputModes, c.agent, card.DefaultOutputModes)
 	}
-	turn := tasks.Turn{Agent: c.agent, Owner: c.Principal, Message: *msg, Metadata: req.Metadata,
+	turn := taskstore.Turn{Agent: c.agent, Owner: c.Principal, Message: *msg, Metadata: req.Metadata,
 		Extensions: c.Extensions, Wait: blocking && !p.returnImmediately()}
 	if cfg != nil {
 		turn.AcceptedOutputModes = cfg.AcceptedOutputModes
@@ -69,7 +70,7 @@ func (s *Service) submit(ctx context.Context, c *Call, req *a2a.SendMessageReque
 		if err := s.checkSendPush(ctx, msg.TaskID, cfg.TaskPushNotificationConfig); err != nil {
 			return nil, err
 		}
-		turn.Prepare = func(ctx context.Context, rec *bus.TaskRecord) error {
+		turn.Prepare = func(ctx context.Context, rec *taskstore.TaskRecord) error {
 			p.rec = rec
 			return s.storeSendPush(ctx, c, p)
 		}
@@ -160,7 +161,7 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 // created as the store filled is answered after tasks.StoreFullGrace. When the
 // client goes away first, the wait ends with its context's error, as
 // before.
-func (s *Service) awaitSettle(ctx context.Context, c *Call, p *sendPlan) (*bus.TaskRecord, error) {
+func (s *Service) awaitSettle(ctx context.Context, c *Call, p *sendPlan) (*taskstore.TaskRecord, error) {
 	var until time.Time
 	bound := s.cfg.BlockingTimeout
 	if bound >= 0 {
@@ -168,7 +169,7 @@ func (s *Service) awaitSettle(ctx context.Context, c *Call, p *sendPlan) (*bus.T
 	}
 	start := time.Now()
 	rec, err := s.tasks.Await(ctx, p.sub, until)
-	var unsettled *tasks.UnsettledError
+	var unsettled *taskstore.UnsettledError
 	if !errors.As(err, &unsettled) {
 		return rec, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/push"
-	"github.com/a2amesh/a2amesh/tasks"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Agents is what the service reads of the agent registry: an agent's
@@ -31,9 +31,9 @@ const DefaultBlockingTimeout = 60 * time.Second
 
 // Config configures a Service. Bus, Agents and Tasks are required.
 type Config struct {
-	Bus    *bus.Bus
+	Store  *taskstore.Store
 	Agents Agents
-	Tasks  *tasks.Service
+	Tasks  *taskstore.Lifecycle
 	// DefaultAgent serves calls that name no agent and no task.
 	DefaultAgent string
 	// BlockingTimeout bounds how long SendMessage waits for its task to
@@ -63,7 +63,8 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	bus   *bus.Bus
-	tasks *tasks.Service
+	store *taskstore.Store
+	tasks *taskstore.Lifecycle
 	log   *slog.Logger
 }
 
@@ -82,9 +83,9 @@ func New(cfg Config) *Service {
 		cfg.PushStore = func() (*push.Store, error) { return nil, a2a.ErrPushNotificationNotSupported }
 	}
 	if cfg.Tasks == nil {
-		cfg.Tasks = tasks.New(cfg.Bus, tasks.Config{})
+		cfg.Tasks = taskstore.NewLifecycle(cfg.Store, taskstore.LifecycleConfig{})
 	}
-	return &Service{cfg: cfg, bus: cfg.Bus, tasks: cfg.Tasks, log: cfg.Logger}
+	return &Service{cfg: cfg, bus: cfg.Store.Bus(), store: cfg.Store, tasks: cfg.Tasks, log: cfg.Logger}
 }
 
 func (s *Service) failoverBudget() time.Duration {
@@ -107,13 +108,13 @@ func ToError(err error) *a2a.Error {
 	if errors.As(err, &ae) {
 		return a2a.AsError(err)
 	}
-	if bus.IsStorageFull(err) {
-		return a2a.AsError(bus.ErrStoreFull)
+	if taskstore.IsStorageFull(err) {
+		return a2a.AsError(taskstore.ErrStoreFull)
 	}
 	if bus.IsTransient(err) {
 		return bus.ErrUnavailable
 	}
-	if errors.Is(err, bus.ErrTaskNotFound) {
+	if errors.Is(err, taskstore.ErrTaskNotFound) {
 		// A task the call was working on went from under it: the
 		// trimmer evicted it (the mesh over --max-tasks) or retention
 		// aged it out. Calls that look a task up answer -32001 before
@@ -146,12 +147,12 @@ func (s *Service) answer(ctx context.Context, c *Call, err error) error {
 // readTask loads a task, riding out a failover: a transient error of the
 // bus is retried within the failover budget (the last error is returned
 // past it, which the caller answers with -32000).
-func (s *Service) readTask(ctx context.Context, id string) (*bus.TaskRecord, error) {
+func (s *Service) readTask(ctx context.Context, id string) (*taskstore.TaskRecord, error) {
 	start := time.Now()
 	wait := 100 * time.Millisecond
 	budget := s.failoverBudget()
 	var (
-		rec *bus.TaskRecord
+		rec *taskstore.TaskRecord
 		err error
 	)
 	for attempt := 0; attempt < 100; attempt++ {
@@ -159,7 +160,7 @@ func (s *Service) readTask(ctx context.Context, id string) (*bus.TaskRecord, err
 		if attempt > 0 { // a retry ends with the budget (the bus's own reads retry too)
 			actx, cancel = context.WithDeadline(ctx, start.Add(budget))
 		}
-		rec, err = s.bus.LoadTask(actx, id)
+		rec, err = s.store.LoadTask(actx, id)
 		cancel()
 		// The bus rides out a failover for its own budget, then says
 		// ErrUnavailable; a call whose budget is longer (a stream's,
@@ -180,12 +181,12 @@ func (s *Service) readTask(ctx context.Context, id string) (*bus.TaskRecord, err
 
 // loadTask loads a task visible to the call: it exists, belongs to the
 // caller, and to the addressed agent when one was named.
-func (s *Service) loadTask(ctx context.Context, c *Call, id string) (*bus.TaskRecord, error) {
+func (s *Service) loadTask(ctx context.Context, c *Call, id string) (*taskstore.TaskRecord, error) {
 	if id == "" {
 		return nil, a2a.ErrInvalidParams.With("Invalid parameters: id is required")
 	}
 	var (
-		rec *bus.TaskRecord
+		rec *taskstore.TaskRecord
 		err error
 	)
 	if c.routed != nil && c.routed.Task.ID == id {
@@ -193,7 +194,7 @@ func (s *Service) loadTask(ctx context.Context, c *Call, id string) (*bus.TaskRe
 	} else {
 		rec, err = s.readTask(ctx, id)
 	}
-	if errors.Is(err, bus.ErrTaskNotFound) {
+	if errors.Is(err, taskstore.ErrTaskNotFound) {
 		return nil, a2a.ErrTaskNotFound.With("Task not found: %s", trunc(id, 64))
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/service"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,10 +34,10 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func newService(t *testing.T) (*service.Service, *bus.Bus) {
+func newService(t *testing.T) (*service.Service, *taskstore.Store) {
 	t.Helper()
-	b := bustest.Open(t, bus.Config{})
-	svc := service.New(service.Config{Bus: b, Agents: agents{"echo": {}, "ask": {}}, DefaultAgent: "echo",
+	b := bustest.OpenStore(t, bus.Config{})
+	svc := service.New(service.Config{Store: b, Agents: agents{"echo": {}, "ask": {}}, DefaultAgent: "echo",
 		KeepAlive: time.Hour})
 	return svc, b
 }
@@ -248,7 +249,7 @@ func ptr[T any](v T) *T { return &v }
 // A task that goes from under a call (evicted over --max-tasks) is a
 // -32000 to retry, never an internal error.
 func TestTaskGoneMidCallIsBusyNotInternal(t *testing.T) {
-	ae := service.ToError(fmt.Errorf("await: %w", bus.ErrTaskNotFound))
+	ae := service.ToError(fmt.Errorf("await: %w", taskstore.ErrTaskNotFound))
 	require.Equal(t, a2a.CodeServerBusy, ae.Code)
 	require.Contains(t, ae.Message, "--max-tasks")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Event is one item of a stream. Seq is the position in the mesh's event
@@ -118,7 +119,7 @@ func (s *Service) SubscribeToTask(ctx context.Context, req *a2a.TaskIDRequest, l
 
 // snapshot is the task as it stands as one event, whose id is the task's
 // last event.
-func snapshot(rec *bus.TaskRecord) Event {
+func snapshot(rec *taskstore.TaskRecord) Event {
 	t := rec.Task
 	return Event{Seq: rec.LastSeq, Resp: &a2a.StreamResponse{Task: &t}}
 }
@@ -145,7 +146,7 @@ func snapshot(rec *bus.TaskRecord) Event {
 
 // resumePoint reads a Last-Event-ID for task rec: ok is false when there
 // is none.
-func (s *Service) resumePoint(ctx context.Context, c *Call, rec *bus.TaskRecord, lastEventID string) (after uint64, ok bool, err error) {
+func (s *Service) resumePoint(ctx context.Context, c *Call, rec *taskstore.TaskRecord, lastEventID string) (after uint64, ok bool, err error) {
 	v := strings.TrimSpace(lastEventID)
 	if v == "" {
 		return 0, false, nil
@@ -158,9 +159,9 @@ func (s *Service) resumePoint(ctx context.Context, c *Call, rec *bus.TaskRecord,
 	if n == 0 || n == rec.LastSeq {
 		return n, true, nil
 	}
-	_, err = s.bus.EventAt(ctx, rec.Task.ID, n)
+	_, err = s.store.EventAt(ctx, rec.Task.ID, n)
 	switch {
-	case errors.Is(err, bus.ErrTaskNotFound):
+	case errors.Is(err, taskstore.ErrTaskNotFound):
 		return 0, false, a2a.ErrInvalidParams.With("Last-Event-ID %d is not an event of task %s "+
 			"(event ids are positions in the mesh's shared event log; resume with an id this task's stream sent)",
 			n, rec.Task.ID)
@@ -179,7 +180,7 @@ func (s *Service) resumePoint(ctx context.Context, c *Call, rec *bus.TaskRecord,
 // final state is replayed up to its last event; when none of them is for
 // the client (nothing after the id, or only history), the client gets the
 // task as it stands instead, so a resume never ends without an event.
-func (s *Service) resume(ctx context.Context, c *Call, rec *bus.TaskRecord, after uint64) Stream {
+func (s *Service) resume(ctx context.Context, c *Call, rec *taskstore.TaskRecord, after uint64) Stream {
 	return func(yield func(Event, error) bool) {
 		if after > rec.LastSeq {
 			// The task moved on since it was read: read it again.
@@ -266,7 +267,7 @@ type streamPump struct {
 	yield    func(Event, error) bool
 	ended    bool // the consumer stopped, or an error was yielded
 	taskID   string
-	r        *bus.EventTail
+	r        *taskstore.EventTail
 	lastRead uint64 // the last event read from the log (sent or skipped)
 	stop     uint64 // end after reading this event (0: at a final state only)
 	// keepClaims passes claims on marked (pumpClaims)
@@ -357,7 +358,7 @@ func (p *streamPump) run(ctx context.Context) {
 
 // forward yields one event read from the log, unless it is history; it
 // reports whether the stream ends with it.
-func (p *streamPump) forward(ev bus.Event) (end bool) {
+func (p *streamPump) forward(ev taskstore.Event) (end bool) {
 	switch {
 	case ev.Resp.Message != nil && ev.Resp.Message.Role == a2a.RoleUser:
 		// user turns are history, not stream items
@@ -386,7 +387,7 @@ func (p *streamPump) open(ctx context.Context) bool {
 		return false
 	}
 	p.opens++
-	r, err := p.s.bus.TailEvents(ctx, p.taskID, p.lastRead)
+	r, err := p.s.store.TailEvents(ctx, p.taskID, p.lastRead)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.unavailable(err, "stream: cannot open the event log; retrying")
@@ -440,7 +441,7 @@ func (p *streamPump) probe(ctx context.Context, now time.Time) bool {
 	}
 	p.asked = now
 	pctx, cancel := context.WithTimeout(ctx, streamProbeTimeout)
-	last, err := p.s.bus.LastEventSeq(pctx, p.taskID)
+	last, err := p.s.store.LastEventSeq(pctx, p.taskID)
 	cancel()
 	if ctx.Err() != nil {
 		return false

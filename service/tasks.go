@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // GetTask returns a task of the caller, its history trimmed to the
@@ -117,7 +117,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		before, carried = seq, total
 	}
-	q := bus.IndexQuery{Owner: c.Principal, ContextID: req.ContextID}
+	q := taskstore.IndexQuery{Owner: c.Principal, ContextID: req.ContextID}
 	if c.pinned {
 		q.Agent = c.agent
 	}
@@ -125,7 +125,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if state == a2a.StateUnspecified {
 		state = ""
 	}
-	keep := func(r *bus.TaskRecord) bool {
+	keep := func(r *taskstore.TaskRecord) bool {
 		switch {
 		case r.Owner != c.Principal:
 		case c.pinned && r.Agent != c.agent:
@@ -143,7 +143,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	// that passes them: a terminal state is the task's last, so such an
 	// entry is the truth about both; any other entry may be behind its
 	// task, which is then read to decide.
-	passes := func(e bus.IndexEntry) bool {
+	passes := func(e taskstore.IndexEntry) bool {
 		if state != "" && e.State != state {
 			return false
 		}
@@ -154,9 +154,9 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		return true
 	}
-	hint := func(e bus.IndexEntry) bool { return !e.State.Terminal() || passes(e) }
+	hint := func(e taskstore.IndexEntry) bool { return !e.State.Terminal() || passes(e) }
 	var (
-		recs    []*bus.TaskRecord
+		recs    []*taskstore.TaskRecord
 		seqs    []uint64 // each listed task's index position
 		hasMore bool
 		readErr error
@@ -167,12 +167,12 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	)
 	// read returns the task an entry stands for when it passes every
 	// filter (nil when not, or when it is gone).
-	read := func(e bus.IndexEntry) (*bus.TaskRecord, error) {
+	read := func(e taskstore.IndexEntry) (*taskstore.TaskRecord, error) {
 		if !hint(e) {
 			return nil, nil
 		}
-		r, err := s.bus.ReadTask(ctx, e.TaskID)
-		if errors.Is(err, bus.ErrTaskNotFound) {
+		r, err := s.store.ReadTask(ctx, e.TaskID)
+		if errors.Is(err, taskstore.ErrTaskNotFound) {
 			return nil, nil // evicted or expired since
 		}
 		if err != nil || !keep(r) {
@@ -182,12 +182,12 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	}
 	top := before
 	if top == 0 {
-		if top, err = s.bus.IndexTop(ctx); err != nil {
+		if top, err = s.store.IndexTop(ctx); err != nil {
 			return nil, err
 		}
 		listScanStarts()
 	}
-	err = s.bus.ScanIndex(ctx, q, top, size+1, func(e bus.IndexEntry) (took, more bool) {
+	err = s.store.ScanIndex(ctx, q, top, size+1, func(e taskstore.IndexEntry) (took, more bool) {
 		if !after.IsZero() && e.Written.Before(after.Add(-indexSkew)) {
 			return false, false // written before the bound: so are all older entries
 		}
@@ -266,14 +266,14 @@ var listScanStarts = func() {}
 // entries were written at or after top (where the page's scan started),
 // newest first, dropping their older places in the page; a page grown
 // past size keeps its newest size tasks and has more.
-func (s *Service) movedDuringScan(ctx context.Context, q bus.IndexQuery, top uint64, size int,
-	read func(bus.IndexEntry) (*bus.TaskRecord, error), recs []*bus.TaskRecord, seqs []uint64, hasMore bool) ([]*bus.TaskRecord, []uint64, bool, error) {
-	moved, err := s.bus.IndexSince(ctx, q, top, 4*ListMaxPageSize)
+func (s *Service) movedDuringScan(ctx context.Context, q taskstore.IndexQuery, top uint64, size int,
+	read func(taskstore.IndexEntry) (*taskstore.TaskRecord, error), recs []*taskstore.TaskRecord, seqs []uint64, hasMore bool) ([]*taskstore.TaskRecord, []uint64, bool, error) {
+	moved, err := s.store.IndexSince(ctx, q, top, 4*ListMaxPageSize)
 	if err != nil || len(moved) == 0 {
 		return recs, seqs, hasMore, err
 	}
 	var (
-		front    []*bus.TaskRecord
+		front    []*taskstore.TaskRecord
 		frontSeq []uint64
 		ids      = map[string]bool{}
 	)
@@ -319,8 +319,8 @@ type countSample struct {
 // says): those the page's scan saw when it saw them all, else every
 // entry of the caller while there are at most listCountBound, else the
 // caller's count at the rate the scan's entries passed.
-func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, filtered bool, passes func(bus.IndexEntry) bool, sm countSample) (int, bool, error) {
-	all, err := s.bus.TaskCount(ctx, q)
+func (s *Service) countTasks(ctx context.Context, q taskstore.IndexQuery, filtered bool, passes func(taskstore.IndexEntry) bool, sm countSample) (int, bool, error) {
+	all, err := s.store.TaskCount(ctx, q)
 	if err != nil || !filtered {
 		return all, false, err
 	}
@@ -329,7 +329,7 @@ func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, filtered boo
 	}
 	if all <= listCountBound {
 		n, read := 0, 0
-		err := s.bus.ReadIndex(ctx, q, time.Time{}, func(e bus.IndexEntry) bool {
+		err := s.store.ReadIndex(ctx, q, time.Time{}, func(e taskstore.IndexEntry) bool {
 			if read++; read > listCountBound {
 				return false // more than the count said: estimate below
 			}
@@ -348,7 +348,7 @@ func (s *Service) countTasks(ctx context.Context, q bus.IndexQuery, filtered boo
 	return int(float64(all)*float64(sm.passed)/float64(sm.seen) + 0.5), true, nil
 }
 
-func statusTime(r *bus.TaskRecord) time.Time {
+func statusTime(r *taskstore.TaskRecord) time.Time {
 	for _, s := range []string{r.Task.Status.Timestamp, r.Updated, r.Created} {
 		if t, err := a2a.ParseTime(s); err == nil {
 			return t

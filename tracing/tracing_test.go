@@ -13,10 +13,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/a2amesh/a2amesh/a2a"
+	"net"
+
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
-	"net"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 var (

@@ -13,7 +13,7 @@
 //		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
 //		Skills: []a2a.AgentSkill{{ID: "summarize", Name: "Summarize", Description: "...", Tags: []string{"text"}}},
 //	}
-//	w := &agentrt.Worker{Bus: b, Agent: a2agoexec.New(exec, card), Name: "summarizer"}
+//	w := &agentrt.Worker{Store: b, Agent: a2agoexec.New(exec, card), Name: "summarizer"}
 //	err := w.Run(ctx) // until ctx ends
 //
 // NewFromCard takes the card in a2a-go's model instead. Clients reach the

@@ -53,7 +53,7 @@ func (m *testMesh) serve(t *testing.T, name string, exec a2asrv.AgentExecutor) *
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := &agentrt.Worker{
-		Bus: m.Bus(), Name: name, Concurrency: 4, Timeout: 8 * time.Second, Logger: logger,
+		Store: m.Store(), Name: name, Concurrency: 4, Timeout: 8 * time.Second, Logger: logger,
 		Agent: a2agoexec.New(exec, card, a2agoexec.WithLogger(logger), a2agoexec.WithCancelTimeout(2*time.Second)),
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,9 +13,9 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 func TestSplitPlan(t *testing.T) {
@@ -59,9 +59,9 @@ func sendTo(t *testing.T, m *meshtest.Mesh, agent, text string) *a2a.Task {
 }
 
 // delegatesOf lists the tasks whose MetaParent names parentID.
-func delegatesOf(t *testing.T, b *bus.Bus, parentID string) []*bus.TaskRecord {
+func delegatesOf(t *testing.T, b *taskstore.Store, parentID string) []*taskstore.TaskRecord {
 	t.Helper()
-	recs, err := b.ListTasks(context.Background(), func(r *bus.TaskRecord) bool {
+	recs, err := b.ListTasks(context.Background(), func(r *taskstore.TaskRecord) bool {
 		ref, _ := r.Task.Metadata[agentrt.MetaParent].(map[string]any)
 		return ref != nil && ref["taskId"] == parentID
 	})
@@ -85,9 +85,9 @@ func TestPlannerDelegatesAndCombines(t *testing.T) {
 
 	// The delegated tasks: one each for echo and upper, in the planner's
 	// context, naming the planner's task as their parent.
-	recs := delegatesOf(t, m.Bus(), task.ID)
+	recs := delegatesOf(t, m.Store(), task.ID)
 	require.Len(t, recs, 2)
-	byAgent := map[string]*bus.TaskRecord{}
+	byAgent := map[string]*taskstore.TaskRecord{}
 	for _, r := range recs {
 		byAgent[r.Agent] = r
 	}
@@ -128,7 +128,7 @@ func TestPlannerRejectsEmptyText(t *testing.T) {
 	m := meshtest.Start(t)
 	task := sendTo(t, m, "planner", "   ")
 	assert.Equal(t, a2a.StateRejected, task.Status.State)
-	assert.Empty(t, delegatesOf(t, m.Bus(), task.ID))
+	assert.Empty(t, delegatesOf(t, m.Store(), task.ID))
 }
 
 // A delegate that ends its task other than completed fails the planner,
@@ -151,7 +151,7 @@ func TestPlannerFailsOnUnknownDelegate(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: m.Bus(), Agent: agents.Planner{Second: "nobody"}, Name: "planner2", Timeout: 20 * time.Second}
+		w := &agentrt.Worker{Store: m.Store(), Agent: agents.Planner{Second: "nobody"}, Name: "planner2", Timeout: 20 * time.Second}
 		_ = w.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -181,7 +181,7 @@ func TestPlannerCancelCancelsDelegates(t *testing.T) {
 
 	var upperID string
 	require.Eventually(t, func() bool {
-		for _, r := range delegatesOf(t, m.Bus(), parentID) {
+		for _, r := range delegatesOf(t, m.Store(), parentID) {
 			if r.Agent == "upper" && r.Task.Status.State == a2a.StateWorking {
 				upperID = r.Task.ID
 				return true
@@ -193,7 +193,7 @@ func TestPlannerCancelCancelsDelegates(t *testing.T) {
 	_, err = c.Cancel(ctx, parentID)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		rec, err := m.Bus().LoadTask(ctx, upperID)
+		rec, err := m.Store().LoadTask(ctx, upperID)
 		return err == nil && rec.Task.Status.State == a2a.StateCanceled
 	}, 15*time.Second, 20*time.Millisecond, "the delegated task must be canceled with the planner's")
 	got, err := c.GetTask(ctx, parentID, nil)

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/agentrt"
 )
 
 // TestTCKScenarioMapping: which scenario a messageId selects. The suite

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
@@ -17,8 +20,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // signedUpstream serves an agent card signed with its own key (jku: its
@@ -112,7 +113,7 @@ func TestProxyRequireSignedCard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	open := func(require bool) (*proxy.Agent, error) {
-		p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Guard: trustLoopback(t), Bus: m.Bus(), RequireSignedCard: require})
+		p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Guard: trustLoopback(t), Store: m.Store(), RequireSignedCard: require})
 		if err == nil {
 			t.Cleanup(func() { _ = p.Close() })
 		}
@@ -158,10 +159,10 @@ func TestProxyRefreshKeepsVerifiedCard(t *testing.T) {
 	up := startSignedUpstream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	strict, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "strict", Guard: trustLoopback(t), Bus: m.Bus(), RequireSignedCard: true})
+	strict, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "strict", Guard: trustLoopback(t), Store: m.Store(), RequireSignedCard: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = strict.Close() })
-	lax, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "lax", Guard: trustLoopback(t), Bus: m.Bus()})
+	lax, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "lax", Guard: trustLoopback(t), Store: m.Store()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lax.Close() })
 	for _, p := range []*proxy.Agent{strict, lax} {
@@ -169,7 +170,7 @@ func TestProxyRefreshKeepsVerifiedCard(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			w := &agentrt.Worker{Bus: m.Bus(), Agent: p, Concurrency: 1, Timeout: 5 * time.Second}
+			w := &agentrt.Worker{Store: m.Store(), Agent: p, Concurrency: 1, Timeout: 5 * time.Second}
 			_ = w.Run(wctx)
 		}()
 		t.Cleanup(func() { stop(); <-done })
@@ -211,7 +212,7 @@ func TestProxyVerifiesMeshCard(t *testing.T) {
 	m := meshtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := proxy.New(ctx, proxy.Config{URL: upstream.URL + "/agents/echo", Name: "far-echo", Guard: trustLoopback(t), Bus: m.Bus(), RequireSignedCard: true})
+	p, err := proxy.New(ctx, proxy.Config{URL: upstream.URL + "/agents/echo", Name: "far-echo", Guard: trustLoopback(t), Store: m.Store(), RequireSignedCard: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	assert.Equal(t, registry.CardVerified, p.CardCheck().Status, "%+v", p.CardCheck())

@@ -50,7 +50,7 @@ func TestProxyServesUpstreamExtendedCard(t *testing.T) {
 			defer up.Stop()
 
 			name := "xcard-" + bindingName(binding)
-			runWorker(t, m, proxy.Config{URL: up.URL, Name: name, Guard: guard, Bus: m.Bus(),
+			runWorker(t, m, proxy.Config{URL: up.URL, Name: name, Guard: guard, Store: m.Store(),
 				Header: http.Header{"Authorization": {token}}})
 			c := client.New(m.URL + "/agents/" + name)
 			card, err := c.Card(ctx)
@@ -75,7 +75,7 @@ func TestProxyServesUpstreamExtendedCard(t *testing.T) {
 			// The same upstream without the credentials: the card is
 			// public, the extended card is not.
 			anon := name + "-anon"
-			runWorker(t, m, proxy.Config{URL: up.URL, Name: anon, Guard: guard, Bus: m.Bus()})
+			runWorker(t, m, proxy.Config{URL: up.URL, Name: anon, Guard: guard, Store: m.Store()})
 			_, err = client.New(m.URL + "/agents/" + anon).ExtendedCard(ctx)
 			require.Error(t, err)
 			var ae *a2a.Error
@@ -98,7 +98,7 @@ func TestProxyServesV03UpstreamExtendedCard(t *testing.T) {
 		Skills: []goa2a.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}},
 			{ID: "more", Name: "more", Description: "e", Tags: []string{"t"}}},
 	}})
-	runWorker(t, m, proxy.Config{URL: up.URL, Name: "xcard-v03", Guard: guard, Bus: m.Bus()})
+	runWorker(t, m, proxy.Config{URL: up.URL, Name: "xcard-v03", Guard: guard, Store: m.Store()})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, version := range []string{"1.0", "0.3"} {
@@ -123,7 +123,7 @@ func runWorker(t *testing.T, m *meshtest.Mesh, cfg proxy.Config) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: m.Bus(), Agent: p, Concurrency: 2, Timeout: 20 * time.Second}
+		w := &agentrt.Worker{Store: m.Store(), Agent: p, Concurrency: 2, Timeout: 20 * time.Second}
 		_ = w.Run(wctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })

@@ -41,15 +41,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/client"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 )
 
 // Config configures a proxied agent.
@@ -73,7 +75,7 @@ type Config struct {
 	// verify is not registered.
 	RequireSignedCard bool
 	// Bus holds the upstream id mappings.
-	Bus    *bus.Bus
+	Store  *taskstore.Store
 	Logger *slog.Logger
 }
 
@@ -107,7 +109,7 @@ var (
 
 // New fetches the upstream agent's card and prepares to forward to it.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
-	if cfg.Bus == nil {
+	if cfg.Store.Bus() == nil {
 		return nil, errors.New("proxy: a bus is required")
 	}
 	if cfg.Logger == nil {
@@ -158,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if !bus.ValidToken(name) {
 		return nil, fmt.Errorf("proxy: agent name %q is not a valid mesh name ([A-Za-z0-9_-], 1-128); set one", name)
 	}
-	kv, err := cfg.Bus.UpstreamBucket(ctx)
+	kv, err := cfg.Store.Bus().UpstreamBucket(ctx)
 	if err != nil {
 		return nil, err
 	}

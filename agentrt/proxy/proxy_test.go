@@ -239,14 +239,14 @@ func runProxy(t *testing.T, m *meshtest.Mesh, url, name string) *proxy.Agent {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := proxy.New(ctx, proxy.Config{URL: url, Name: name, Guard: guard, Bus: m.Bus()})
+	p, err := proxy.New(ctx, proxy.Config{URL: url, Name: name, Guard: guard, Store: m.Store()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := &agentrt.Worker{Bus: m.Bus(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}
+		w := &agentrt.Worker{Store: m.Store(), Agent: p, Concurrency: 4, Timeout: 20 * time.Second}
 		_ = w.Run(wctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })
@@ -428,13 +428,13 @@ func TestProxyRefusesLoopbackUnlessTrusted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, url := range []string{up.URL, strings.Replace(up.URL, "127.0.0.1", "localhost", 1)} {
-		_, err := proxy.New(ctx, proxy.Config{URL: url, Bus: m.Bus()})
+		_, err := proxy.New(ctx, proxy.Config{URL: url, Store: m.Store()})
 		require.Error(t, err, url)
 		assert.ErrorIs(t, err, ssrf.ErrBlocked, url)
 		assert.NotErrorIs(t, err, proxy.ErrUnavailable, url)
 	}
 	for _, url := range []string{"file:///etc/passwd", "ftp://127.0.0.1/", "http://169.254.169.254/latest/meta-data/"} {
-		_, err := proxy.New(ctx, proxy.Config{URL: url, Bus: m.Bus()})
+		_, err := proxy.New(ctx, proxy.Config{URL: url, Store: m.Store()})
 		assert.ErrorIs(t, err, ssrf.ErrBlocked, url)
 	}
 	assert.Zero(t, up.requests.Load(), "a refused upstream must receive no request")
@@ -457,7 +457,7 @@ func TestProxyRefusesGRPCUpstreamUnlessTrusted(t *testing.T) {
 	// A private or loopback address the card names: refused at New.
 	for _, host := range []string{"", "10.1.2.3", "169.254.169.254"} {
 		up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", binding: a2a.BindingGRPC, grpcHost: host})
-		_, err := proxy.New(ctx, proxy.Config{URL: up.URL, Guard: trustCard(up), Bus: m.Bus()})
+		_, err := proxy.New(ctx, proxy.Config{URL: up.URL, Guard: trustCard(up), Store: m.Store()})
 		require.Error(t, err, up.Endpoint)
 		assert.ErrorIs(t, err, ssrf.ErrBlocked, up.Endpoint)
 		assert.NotErrorIs(t, err, proxy.ErrUnavailable, up.Endpoint)
@@ -471,7 +471,7 @@ func TestProxyRefusesGRPCUpstreamUnlessTrusted(t *testing.T) {
 	up := startUpstream(t, &turnsExecutor{}, upstreamOpts{version: "1.0", binding: a2a.BindingGRPC, grpcHost: "localhost"})
 	_, port, err := net.SplitHostPort(up.Endpoint)
 	require.NoError(t, err)
-	p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "grpc-dial", Guard: trustCard(up, "[::1]:"+port), Bus: m.Bus()})
+	p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "grpc-dial", Guard: trustCard(up, "[::1]:"+port), Store: m.Store()})
 	require.NoError(t, err)
 	defer p.Close()
 	url, binding, _ := p.Endpoint()
@@ -493,7 +493,7 @@ func TestProxyUnreachableUpstreamIsUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = proxy.New(ctx, proxy.Config{URL: "http://" + addr, Guard: guard, Bus: m.Bus()})
+	_, err = proxy.New(ctx, proxy.Config{URL: "http://" + addr, Guard: guard, Store: m.Store()})
 	assert.ErrorIs(t, err, proxy.ErrUnavailable)
 }
 
@@ -582,7 +582,7 @@ func TestProxyRerunFollowsUpstreamTask(t *testing.T) {
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "rerun-" + name, Guard: guard, Bus: m.Bus()})
+			p, err := proxy.New(ctx, proxy.Config{URL: up.URL, Name: "rerun-" + name, Guard: guard, Store: m.Store()})
 			require.NoError(t, err)
 			defer p.Close()
 			msg := client.TextMessage("again")
@@ -635,7 +635,7 @@ func TestProxyRefreshCard(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := proxy.New(ctx, proxy.Config{URL: base, Guard: guard, Bus: m.Bus()})
+	p, err := proxy.New(ctx, proxy.Config{URL: base, Guard: guard, Store: m.Store()})
 	require.NoError(t, err)
 	assert.Equal(t, "first", p.Card().Description)
 	assert.Equal(t, "card-agent", p.Card().Name)

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/a2amesh/a2amesh/internal/pushsig"
-	"github.com/stretchr/testify/require"
 )
 
 // TestCardKeysCommand: show creates the key set, rotate adds a key after

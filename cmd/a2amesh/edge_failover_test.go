@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/natstest"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/internal/natstest"
 )
 
 // An edge started while JetStream has no quorum (2 nodes of 3 down) does
@@ -28,7 +30,7 @@ func TestEdgeStartsWithoutQuorum(t *testing.T) {
 	require.True(t, natstest.Eventually(context.Background(), 60*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := bus.Open(ctx, nc, bus.Config{Replicas: 3})
+		_, err := bustest.OpenStoreOn(ctx, nc, bus.Config{Replicas: 3})
 		return err == nil
 	}), "layout created")
 	c.Nodes[1].Stop()

@@ -14,9 +14,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/natstest"
-	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
 // freeAddr is a loopback address nobody listens on (for a moment).

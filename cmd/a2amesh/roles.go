@@ -31,6 +31,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -158,7 +159,7 @@ func (f *natsFlags) check() error {
 // same way. status, when not nil, gets what it waits for at each step
 // (an edge's /healthz shows it). It returns an error only for a NATS URL
 // that cannot be used, or when ctx ends.
-func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, status func(string)) (*bus.Bus, func(), error) {
+func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, status func(string)) (*taskstore.Store, func(), error) {
 	if status == nil {
 		status = func(string) {}
 	}
@@ -173,10 +174,12 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, 
 	}
 	shown := showURLs(*f.url)
 	status("waiting for JetStream at " + shown + ": opening the mesh's streams and buckets")
-	var b *bus.Bus
+	var b *taskstore.Store
 	err = bus.Retry(ctx, log, "JetStream: the mesh's streams and buckets at "+shown, func(ctx context.Context) error {
-		var err error
-		b, err = bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
+		bb, err := bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
+		if err == nil {
+			b, err = taskstore.Open(ctx, bb)
+		}
 		if err != nil {
 			status("waiting for JetStream at " + shown + ": " + err.Error())
 		}
@@ -465,7 +468,7 @@ func runEdge(ctx context.Context, args []string) error {
 		return errors.Join(err, serr)
 	}
 	defer closeBus()
-	table := registry.NewTable(b)
+	table := registry.NewTable(b.Bus())
 	table.Logger = log
 	table.LostGrace = ef.grace()
 	var wg sync.WaitGroup
@@ -475,13 +478,13 @@ func runEdge(ctx context.Context, args []string) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_ = b.Run(rctx) // the bus's upkeep (retention), until rctx ends
+		_ = b.Run(rctx) // the task store's upkeep (retention), until rctx ends
 	}()
 	go func() {
 		defer wg.Done()
 		_ = table.Run(rctx) // returns when rctx ends; retries its watch meanwhile
 	}()
-	cfg.Bus, cfg.Registry, cfg.Logger = b, table, log
+	cfg.Store, cfg.Registry, cfg.Logger = b, table, log
 	// Push delivery (--push) runs beside the HTTP server; the edge serves
 	// the push-config methods from it.
 	pusher, err := edge.NewPushDeliverer(cfg)
@@ -623,7 +626,7 @@ func runWorker(ctx context.Context, args []string) error {
 		_ = b.Run(ctx)
 	}()
 	if *proxyURL != "" {
-		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, RequireSignedCard: *requireSigned, Bus: b, Logger: log})
+		p, err := openProxy(ctx, proxy.Config{URL: *proxyURL, Name: *name, Guard: guard, Header: headers.h, RequireSignedCard: *requireSigned, Store: b, Logger: log})
 		if errors.Is(err, ssrf.ErrBlocked) {
 			return fmt.Errorf("worker: %w (an operator who trusts this address can allow it with --trusted-agents)", err)
 		}
@@ -640,7 +643,7 @@ func runWorker(ctx context.Context, args []string) error {
 			}()
 		}
 	}
-	w := &agentrt.Worker{Bus: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, DelegateWait: delegateWait(), Logger: log}
+	w := &agentrt.Worker{Store: b, Agent: a, Name: *name, Concurrency: *concurrency, Timeout: *timeout, DelegateWait: delegateWait(), Logger: log}
 	if *metricsListen != "" {
 		w.Metrics = metrics.NewWorker()
 		stop, err := serveMetrics(*metricsListen, w.Metrics, log)

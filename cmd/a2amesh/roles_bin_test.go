@@ -21,8 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/testbin"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 // buildA2amesh builds this command, with the race detector when this test

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/agentrt"
 )
 
 const testSecret = "s3cret-0123456789abcdef"

@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/natstest"
 )
 
@@ -112,13 +113,13 @@ func TestWorkerLogFieldsOnce(t *testing.T) {
 	nc := natstest.Connect(t, "worker", nd.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, nc, bus.Config{RegistryTTL: 900 * time.Millisecond}) // a heartbeat every 300ms
+	b, err := bustest.OpenStoreOn(ctx, nc, bus.Config{RegistryTTL: 900 * time.Millisecond}) // a heartbeat every 300ms
 	require.NoError(t, err)
 
 	h := newKeyCheck()
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	w := &agentrt.Worker{Bus: b, Agent: agents.Builtin()["echo"], Name: "echo", Logger: slog.New(h)}
+	w := &agentrt.Worker{Store: b, Agent: agents.Builtin()["echo"], Name: "echo", Logger: slog.New(h)}
 	go func() { done <- w.Run(wctx) }()
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool { return h.seen("worker started") }))
 

@@ -35,6 +35,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Greeter is the agent. An agent is any type with the two methods of
@@ -133,24 +134,28 @@ func run(ctx context.Context, cfg Config) error {
 	}
 	defer nc.Close()
 
-	// Open the mesh's streams and buckets. Retry waits (bounded) while
+	// Open the mesh's streams and buckets, and the task store on them. Retry waits (bounded) while
 	// NATS or JetStream is not up yet, so the worker may start first.
-	var b *bus.Bus
+	var store *taskstore.Store
 	err = bus.Retry(ctx, cfg.Logger, "JetStream at "+cfg.NATSURL, func(ctx context.Context) error {
-		b, err = bus.Open(ctx, nc, bus.Config{Replicas: cfg.Replicas})
+		b, err := bus.Open(ctx, nc, bus.Config{Replicas: cfg.Replicas})
+		if err != nil {
+			return err
+		}
+		store, err = taskstore.Open(ctx, b)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 
-	// The bus's upkeep (trimming tasks past their retention) runs beside
+	// The task store's upkeep (trimming tasks past their retention) runs beside
 	// the worker, as in every process of the mesh, until ctx ends.
 	var upkeep sync.WaitGroup
 	upkeep.Add(1)
 	go func() {
 		defer upkeep.Done()
-		_ = b.Run(ctx)
+		_ = store.Run(ctx)
 	}()
 	defer upkeep.Wait()
 
@@ -158,7 +163,7 @@ func run(ctx context.Context, cfg Config) error {
 	// runs), consumes the agent's queue, heartbeats running tasks, and
 	// enforces the per-task timeout. Its Name defaults to the card's.
 	w := &agentrt.Worker{
-		Bus:         b,
+		Store:       store,
 		Agent:       Greeter{WordDelay: cfg.WordDelay},
 		Concurrency: cfg.Concurrency,
 		Timeout:     30 * time.Second,

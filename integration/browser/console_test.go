@@ -170,8 +170,8 @@ func TestConsoleBrowserFleetFollowsWorkers(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, w := range []*agentrt.Worker{
-		{Bus: m.Bus(), Agent: agents.Echo{}, Name: "echo", Instance: "second"},
-		{Bus: m.Bus(), Agent: agents.Echo{}, Name: "joiner"},
+		{Store: m.Store(), Agent: agents.Echo{}, Name: "echo", Instance: "second"},
+		{Store: m.Store(), Agent: agents.Echo{}, Name: "joiner"},
 	} {
 		w.Logger = slog.New(slog.DiscardHandler)
 		wg.Add(1)
@@ -366,7 +366,7 @@ func TestConsoleBrowserFilesAreDownloads(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: filer{}, Name: "filer", Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+		_ = (&agentrt.Worker{Store: m.Store(), Agent: filer{}, Name: "filer", Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
@@ -432,7 +432,7 @@ func TestConsoleBrowserChatAttachesFiles(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: fileEcho{}, Name: "fileecho", Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+		_ = (&agentrt.Worker{Store: m.Store(), Agent: fileEcho{}, Name: "fileecho", Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	dir := t.TempDir()

@@ -87,7 +87,7 @@ func TestConsoleBrowserFleetChecksAndFailures(t *testing.T) {
 	wdone := make(chan struct{})
 	go func() {
 		defer close(wdone)
-		_ = (&agentrt.Worker{Bus: m.Bus(), Agent: failer{}, Name: "failer", Logger: slog.New(slog.DiscardHandler)}).Run(wctx)
+		_ = (&agentrt.Worker{Store: m.Store(), Agent: failer{}, Name: "failer", Logger: slog.New(slog.DiscardHandler)}).Run(wctx)
 	}()
 	t.Cleanup(func() { stop(); <-wdone })
 	b.waitFor("failer listed", `!!document.querySelector('#fleet-body tr[data-agent="failer"]')`)

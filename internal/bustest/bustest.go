@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Open starts an embedded server on a fresh data dir and opens a bus with
@@ -32,4 +35,26 @@ func Open(t testing.TB, cfg bus.Config) *bus.Bus {
 		t.Fatalf("bustest: open bus: %v", err)
 	}
 	return b
+}
+
+// OpenStore is Open with the task store on the bus.
+func OpenStore(t testing.TB, cfg bus.Config) *taskstore.Store {
+	t.Helper()
+	b := Open(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := taskstore.Open(ctx, b)
+	if err != nil {
+		t.Fatalf("bustest: open the task store: %v", err)
+	}
+	return s
+}
+
+// OpenStoreOn opens the bus on nc with cfg, and the task store on it.
+func OpenStoreOn(ctx context.Context, nc *nats.Conn, cfg bus.Config) (*taskstore.Store, error) {
+	b, err := bus.Open(ctx, nc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return taskstore.Open(ctx, b)
 }

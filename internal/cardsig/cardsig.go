@@ -31,10 +31,11 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/internal/pushsig"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/pushsig"
 )
 
 // Alg is the only algorithm cards are signed with and verified in.

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/metrics"
-	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
 // The dev mesh with metrics on: calls through the edge and the echo

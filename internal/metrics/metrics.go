@@ -6,10 +6,11 @@ package metrics
 
 import (
 	"context"
-	"github.com/a2amesh/a2amesh/bus"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

@@ -17,10 +17,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 var (

@@ -11,10 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // Building blocks of the scale and registry benchmarks: an embedded NATS
@@ -30,10 +32,10 @@ func startNATS(dir string) (*bus.Server, error) {
 	return bus.StartServer(bus.ServerConfig{DataDir: dir, Host: "127.0.0.1", Port: -1})
 }
 
-// openBus dials url with a connection of its own and opens the layout,
-// retrying for up to wait (NATS may still be starting). The caller closes
-// the connection.
-func openBus(ctx context.Context, url, name string, cfg bus.Config, wait time.Duration) (*bus.Bus, *nats.Conn, error) {
+// openBus dials url with a connection of its own and opens the layout and
+// the task store on it, retrying for up to wait (NATS may still be
+// starting). The caller closes the connection.
+func openBus(ctx context.Context, url, name string, cfg bus.Config, wait time.Duration) (*taskstore.Store, *nats.Conn, error) {
 	nc, err := bus.Dial(bus.DialConfig{URL: url, Name: name})
 	if err != nil {
 		return nil, nil, err
@@ -41,10 +43,10 @@ func openBus(ctx context.Context, url, name string, cfg bus.Config, wait time.Du
 	deadline := time.Now().Add(wait)
 	for attempt := 1; attempt <= 1000; attempt++ {
 		octx, cancel := context.WithTimeout(ctx, openAttempt)
-		b, err := bus.Open(octx, nc, cfg)
+		s, err := openStore(octx, nc, cfg)
 		cancel()
 		if err == nil {
-			return b, nc, nil
+			return s, nc, nil
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			nc.Close()
@@ -54,6 +56,14 @@ func openBus(ctx context.Context, url, name string, cfg bus.Config, wait time.Du
 	}
 	nc.Close()
 	return nil, nil, errors.New("bench: opening the bus: too many attempts")
+}
+
+func openStore(ctx context.Context, nc *nats.Conn, cfg bus.Config) (*taskstore.Store, error) {
+	b, err := bus.Open(ctx, nc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return taskstore.Open(ctx, b)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -70,7 +80,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 type edgeNode struct {
 	URL   string
 	Table *registry.Table
-	Bus   *bus.Bus
+	Store *taskstore.Store
 
 	nc     *nats.Conn
 	srv    *http.Server
@@ -86,7 +96,7 @@ func startEdge(ctx context.Context, natsURL string, cfg bus.Config, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	n := &edgeNode{Bus: b, nc: nc, Table: registry.NewTable(b)}
+	n := &edgeNode{Store: b, nc: nc, Table: registry.NewTable(b.Bus())}
 	n.Table.LostGrace = -1 // the registry bench times the drop of a crashed worker
 	defer func() {
 		if err != nil {
@@ -119,7 +129,7 @@ func startEdge(ctx context.Context, natsURL string, cfg bus.Config, log *slog.Lo
 		return nil, fmt.Errorf("bench: edge listen: %w", err)
 	}
 	n.URL = "http://" + ln.Addr().String()
-	n.srv = edge.NewServer(edge.New(edge.Config{Bus: b, Registry: n.Table, Logger: log}), log)
+	n.srv = edge.NewServer(edge.New(edge.Config{Store: b, Registry: n.Table, Logger: log}), log)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go"
 )
 
 // The rate-limit benchmark: how many calls of one principal N edges let
@@ -245,7 +246,7 @@ func startLimitedEdge(ctx context.Context, natsURL string, lim edge.Limits, log 
 		nc.Close()
 		return nil, fmt.Errorf("bench: edge listen: %w", err)
 	}
-	e := edge.New(edge.Config{Bus: b, Registry: registry.NewTable(b), Limits: lim, Logger: log})
+	e := edge.New(edge.Config{Store: b, Registry: registry.NewTable(b.Bus()), Limits: lim, Logger: log})
 	rctx, cancel := context.WithCancel(context.Background())
 	n := &limitedEdge{url: "http://" + ln.Addr().String() + "/a2a", nc: nc, srv: edge.NewServer(e, log), cancel: cancel}
 	n.wg.Add(2)

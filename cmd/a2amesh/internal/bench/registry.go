@@ -15,10 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go"
 )
 
 // The registry benchmark: how long a worker takes to become routable
@@ -115,7 +116,7 @@ func (l InProcessLauncher) Start(ctx context.Context) (StartedWorker, time.Time,
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &inprocWorker{nc: nc, cancel: cancel, done: make(chan struct{})}
-	aw := &agentrt.Worker{Bus: b, Agent: l.Agent, Name: l.Name, Concurrency: 1, Logger: quietLogger(l.Logger)}
+	aw := &agentrt.Worker{Store: b, Agent: l.Agent, Name: l.Name, Concurrency: 1, Logger: quietLogger(l.Logger)}
 	start := time.Now()
 	go func() {
 		defer close(w.done)
@@ -241,7 +242,7 @@ func RunRegistry(ctx context.Context, o RegistryOptions) (RegistryResult, error)
 		return res, err
 	}
 	defer nc.Close()
-	table := registry.NewTable(b)
+	table := registry.NewTable(b.Bus())
 	table.LostGrace = -1 // time the drop of a crashed worker, not the grace after it
 	tctx, stopTable := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -15,10 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
-	"github.com/nats-io/nats.go"
 )
 
 // The registry at scale ("many agents"): Agents agent names registered on
@@ -296,7 +297,7 @@ func (mb *manyBench) publishAll(ctx context.Context, names []string) (*publisher
 		if err != nil {
 			return p, err
 		}
-		buses[i] = b
+		buses[i] = b.Bus()
 		p.conns = append(p.conns, nc)
 	}
 	pctx, cancel := context.WithCancel(context.Background())
@@ -397,7 +398,7 @@ func (mb *manyBench) table(ctx context.Context, names []string) (heap int64, loo
 		return int64(ms.HeapAlloc)
 	}
 	before := heapNow()
-	table := registry.NewTable(b)
+	table := registry.NewTable(b.Bus())
 	table.ProbeEvery = -1 // the table's own size, not probes in flight
 	tctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -454,7 +455,7 @@ func (mb *manyBench) round(ctx context.Context, i int, res *ManyResult) error {
 	defer func() { cancel(); wg.Wait() }()
 	t0 := time.Now()
 	// Its heartbeats fail once its connection is closed: not worth a line.
-	mb.publish(pctx, &wg, b, name, slog.New(slog.DiscardHandler))
+	mb.publish(pctx, &wg, b.Bus(), name, slog.New(slog.DiscardHandler))
 	at, err := mb.everyEdge(ctx, t0, func(ctx context.Context, u string) bool { return mb.cardListed(ctx, u, name) })
 	if err != nil {
 		return fmt.Errorf("join: %w", err)

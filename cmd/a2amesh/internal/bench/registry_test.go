@@ -44,7 +44,7 @@ func TestHelperWorker(t *testing.T) {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(2)
 	}
-	w := &agentrt.Worker{Bus: b, Agent: agents.Echo{}, Name: "echo", Concurrency: 1, Logger: quietLogger(nil)}
+	w := &agentrt.Worker{Store: b, Agent: agents.Echo{}, Name: "echo", Concurrency: 1, Logger: quietLogger(nil)}
 	err = w.Run(ctx)
 	_ = nc.Drain()
 	if err != nil {

@@ -13,11 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // The scale benchmark: for each worker count N it starts a fresh mesh
@@ -242,7 +244,7 @@ type scaleMesh struct {
 	edge     *edgeNode // the in-process edge, or
 	edgeProc *Proc     // the edge process
 	edgeURL  string
-	mon      *bus.Bus // the benchmark's own connection, for sampling
+	mon      *taskstore.Store // the benchmark's own connection, for sampling
 	agents   []*countingAgent
 	total    gauge
 	runs     atomic.Int64
@@ -292,7 +294,7 @@ func startScaleMesh(ctx context.Context, o ScaleOptions, n int) (_ *scaleMesh, e
 		m.conns = append(m.conns, nc)
 		a := &countingAgent{inner: agents.Slow{}, total: &m.total, runs: &m.runs}
 		m.agents = append(m.agents, a)
-		w := &agentrt.Worker{Bus: b, Agent: a, Name: scaleAgent, Instance: fmt.Sprintf("w%d", i),
+		w := &agentrt.Worker{Store: b, Agent: a, Name: scaleAgent, Instance: fmt.Sprintf("w%d", i),
 			Concurrency: o.Concurrency, Logger: o.Logger}
 		m.wg.Add(1)
 		go func() {
@@ -306,7 +308,7 @@ func startScaleMesh(ctx context.Context, o ScaleOptions, n int) (_ *scaleMesh, e
 	}
 	// Every worker is up once its registry entry is there (it publishes
 	// after creating its consumer).
-	kv := m.mon.Registry()
+	kv := m.mon.Bus().Registry()
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; i < n; {
 		gctx, gcancel := context.WithTimeout(ctx, time.Second)
@@ -394,7 +396,7 @@ func (m *scaleMesh) sample(stop <-chan struct{}, out *scaleSamples) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		for _, st := range m.mon.ConsumerStats(ctx, bus.StreamWork, bus.ConsumerName(scaleAgent)) {
+		for _, st := range m.mon.Bus().ConsumerStats(ctx, bus.StreamWork, bus.ConsumerName(scaleAgent)) {
 			out.maxQueued = max(out.maxQueued, st.Pending)
 			out.maxAckPending = max(out.maxAckPending, st.AckPending)
 		}

@@ -19,9 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // The open-streams benchmark: N SSE streams (SubscribeToTask, PerTask of

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // admin is the harness's own NATS connection to the cluster: it only
@@ -217,7 +219,7 @@ func (e logEntry) state() a2a.TaskState {
 // so it works even when the stream has no consumer to spare, and no
 // direct get, which a lagging replica could answer).
 func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
-	subj := bus.EventsSubject(id)
+	subj := taskstore.EventsSubject(id)
 	var out []logEntry
 	next := uint64(1)
 	for i := 0; i < 20_000; i++ {
@@ -238,7 +240,7 @@ func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
 		var err error
 		for try := 0; try < 5; try++ {
 			var m *nats.Msg
-			m, err = a.nc.Request("$JS.API.STREAM.MSG.GET."+bus.StreamEvents, req, 3*time.Second)
+			m, err = a.nc.Request("$JS.API.STREAM.MSG.GET."+taskstore.StreamEvents, req, 3*time.Second)
 			if err == nil {
 				resp.Error, resp.Message = nil, nil
 				err = json.Unmarshal(m.Data, &resp)
@@ -320,12 +322,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // however many tasks there are, where ListTasks scans the bucket once per
 // page. A snapshot of an unfinished task may lag its log (workers store
 // one now and then): callers read those again with GetTask.
-func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]bus.TaskRecord, error) {
+func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstore.TaskRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	stream := "KV_" + bus.BucketTasks
+	stream := "KV_" + taskstore.BucketTasks
 	cons, err := a.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject:     "$KV." + bus.BucketTasks + ".>",
+		FilterSubject:     "$KV." + taskstore.BucketTasks + ".>",
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
@@ -341,7 +343,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]bus.Task
 		dcancel()
 	}()
 	want := cons.CachedInfo().NumPending
-	var out []bus.TaskRecord
+	var out []taskstore.TaskRecord
 	read := uint64(0)
 	for i := 0; i < 1_000_000 && read < want; i++ {
 		batch, err := cons.FetchNoWait(1000)
@@ -355,7 +357,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]bus.Task
 			if op := m.Headers().Get("KV-Operation"); op == "DEL" || op == "PURGE" {
 				continue
 			}
-			var r bus.TaskRecord
+			var r taskstore.TaskRecord
 			if err := json.Unmarshal(m.Data(), &r); err != nil {
 				return out, fmt.Errorf("%s: %w", m.Subject(), err)
 			}

@@ -1,0 +1,114 @@
+package taskstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// SettleWatch waits for a task to settle: to reach a final (terminal or
+// interrupted) state. Start it before the task's work is enqueued, so a
+// fast worker's notification is not missed.
+type SettleWatch struct {
+	b       *Store
+	id      string
+	sub     *nats.Subscription
+	msgs    chan *nats.Msg
+	stalled chan struct{} // NoticeStoreFull for the task (stalls.go)
+}
+
+// WatchSettle starts watching task id's snapshots for a final state: the
+// snapshots the bucket stores arrive whole on a channel subscription
+// (the bucket's subject for the task, snapshotSubject) and Wait reads them itself, so a settled task
+// wakes its waiter straight from the connection's reader, with no
+// goroutine of its own per watch. Delivery is at most once (a full
+// channel drops a snapshot: Wait loads the task once a second anyway).
+func (b *Store) WatchSettle(id string) (*SettleWatch, error) {
+	w := &SettleWatch{b: b, id: id, msgs: make(chan *nats.Msg, 8), stalled: make(chan struct{}, 1)}
+	if err := b.stalls.add(b.nc, id, w.stalled); err != nil {
+		return nil, err
+	}
+	sub, err := b.nc.ChanSubscribe(snapshotSubject(id), w.msgs)
+	if err != nil {
+		b.stalls.remove(id, w.stalled)
+		return nil, err
+	}
+	w.sub = sub
+	return w, nil
+}
+
+// Stop ends the watch.
+func (w *SettleWatch) Stop() {
+	_ = w.sub.Unsubscribe()
+	w.b.stalls.remove(w.id, w.stalled)
+}
+
+// NoticeStoreFull tells whoever waits for task id to settle that its
+// worker could not record the task's next step because the store is full
+// (the task stands, and runs again once space returns): a blocking send
+// then answers with the task as it stands instead of waiting out its
+// bound. A core NATS message, at most once: a waiter that misses it waits
+// as it would have.
+func (b *Store) NoticeStoreFull(id string) { _ = b.nc.Publish(stalledSubject(id), nil) }
+
+// settled decodes a stored snapshot when it is final (nil otherwise).
+func settled(m *nats.Msg) *TaskRecord {
+	if len(m.Data) == 0 {
+		return nil // a delete or purge marker
+	}
+	if st, ok := peekState(m.Data); ok && !st.Final() {
+		return nil // skip decoding snapshots nobody waits for
+	}
+	var rec TaskRecord
+	if json.Unmarshal(m.Data, &rec) != nil || !rec.Task.Status.State.Final() {
+		return nil
+	}
+	return &rec
+}
+
+// Wait returns the task once it has settled; rec is the task as the caller
+// last saw it. An error matching ErrStoreFull says the task's worker could
+// not record its next step for lack of storage (NoticeStoreFull). The stored snapshot arrives whole as soon as a worker
+// stores it; once a second the task is also loaded from its log, in case a
+// notification was lost or its writer died before storing. It returns
+// ctx's error when ctx ends first (the task itself goes on).
+func (w *SettleWatch) Wait(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
+	load := func() (*TaskRecord, error) {
+		rec, err := w.b.LoadTask(ctx, w.id)
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return rec, err
+	}
+	if rec.Task.Status.State.Final() {
+		// Settled as last seen (a turn recorded before, say): confirm.
+		if fresh, err := load(); err != nil || fresh.Task.Status.State.Final() {
+			return fresh, err
+		}
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.stalled:
+			return nil, fmt.Errorf("%w: task %s waits for space to record its next step", ErrStoreFull, w.id)
+		case m := <-w.msgs:
+			if r := settled(m); r != nil {
+				return r, nil
+			}
+		case <-tick.C:
+			rec, err := load()
+			if err != nil {
+				return nil, err
+			}
+			if rec.Task.Status.State.Final() {
+				return rec, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package taskstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
+)
+
+// DispatchConsumer is the durable consumer, shared by all edges, that reads
+// every task event to find those with push configs. It acks cumulatively
+// (AckAll: one ack per batch) and lets at most maxPending events be
+// unacked, so with maxPending equal to the batch size only one batch is out
+// at a time across the mesh: an edge's cumulative ack can never cover
+// events another edge still holds, and jobs are queued in log order. A
+// new consumer starts at new events: nothing before push was enabled has
+// a config.
+func (b *Store) DispatchConsumer(ctx context.Context, maxPending int, ackWait time.Duration) (bus.Consumer, error) {
+	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamEvents, jetstream.ConsumerConfig{
+		Durable:       bus.ConsumerPushDispatch,
+		Description:   "a2amesh: edges turning task events into push deliveries",
+		FilterSubject: subjEventsPrefix + "*",
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       ackWait,
+		MaxAckPending: maxPending,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer %s: %w", bus.ConsumerPushDispatch, err)
+	}
+	return bus.WrapConsumer(c), nil
+}
+
+// EventAt reads one event of a task's log by its sequence.
+func (b *Store) EventAt(ctx context.Context, taskID string, seq uint64) (*a2a.StreamResponse, error) {
+	m, err := b.events.GetMsg(ctx, seq)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, ErrTaskNotFound
+		}
+		return nil, fmt.Errorf("bus: read event %d: %w", seq, err)
+	}
+	if m.Subject != EventsSubject(taskID) {
+		return nil, ErrTaskNotFound
+	}
+	var ev a2a.StreamResponse
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return nil, fmt.Errorf("bus: decode event %d: %w", seq, err)
+	}
+	return &ev, nil
+}
+
+// TaskIDOfEvent returns the task id of an events-stream subject.
+func TaskIDOfEvent(subject string) (string, bool) {
+	if len(subject) <= len(subjEventsPrefix) || subject[:len(subjEventsPrefix)] != subjEventsPrefix {
+		return "", false
+	}
+	return subject[len(subjEventsPrefix):], true
+}
+
+// EventSeqsAfter returns the sequences of a task's events after seq after,
+// at most max of them, in order.
+func (b *Store) EventSeqsAfter(ctx context.Context, taskID string, after uint64, max int) ([]uint64, error) {
+	subj := EventsSubject(taskID)
+	var out []uint64
+	next := after + 1
+	for len(out) < max {
+		m, err := b.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return out, fmt.Errorf("bus: read log of %s: %w", taskID, err)
+		}
+		out = append(out, m.Sequence)
+		next = m.Sequence + 1
+	}
+	return out, nil
+}
