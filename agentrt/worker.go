@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -359,17 +358,16 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 			return
 		}
 	}
-	if why := w.alreadyServed(bg, rec, &item, &meta); why != "" {
-		log.Info("work item not run: "+why, "state", rec.Task.Status.State)
-		_ = m.Ack()
-		return
-	}
 	wr := &writer{b: w.Store, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
 		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered), act: &activation{}, replies: replies(w.Agent)}
-	// Runs of this turn that claimed the task and did not settle it: the
-	// next one would be run number TurnRuns+1. Deliveries the bus refused
-	// before they could run (a failover, a full disk) do not count.
-	if runs := rec.TurnRuns; runs > 0 && runs+1 >= w.Store.Bus().Config().MaxDeliver {
+	switch v := w.redelivered(bg, rec, &item, &meta); v {
+	case taskstore.RunIt:
+	case taskstore.GiveUp:
+		// Runs of this turn that claimed the task and did not settle it:
+		// the next one would be run number TurnRuns+1. Deliveries the bus
+		// refused before they could run (a failover, a full disk) do not
+		// count.
+		runs := rec.TurnRuns
 		log.Error("task abandoned after repeated worker failures", "runs", runs)
 		if !w.settle(log, m, item.TaskID, wr.Fail(fmt.Sprintf("task could not be processed: %d delivery attempts failed", runs+1))) {
 			return
@@ -377,6 +375,10 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		if err := w.Store.Bus().DeadLetter(bg, w.Name, m.Data(), "max deliveries"); err != nil {
 			log.Error("could not dead-letter the abandoned work item", "err", err)
 		}
+		_ = m.Ack()
+		return
+	default:
+		log.Info("work item not run: "+v.String(), "state", rec.Task.Status.State)
 		_ = m.Ack()
 		return
 	}
@@ -497,49 +499,18 @@ func (w *Worker) taskNotFound(log *slog.Logger, m *bus.Msg, meta *bus.MsgInfo, i
 // task was not found.
 const notFoundMaxDelay = 8 * time.Second
 
-// alreadyServed says why a work item must not run (empty when it must):
-// its turn was settled already (a redelivery whose ack was lost, say), a
-// later turn replaced it, or another work item for the same turn holds the
-// task (a recovery that raced the original, bus.RecoveryMsgID) and will
-// run it; acking such an item lets that one finish instead of the two
-// taking the task from each other. rec may be an older snapshot than the
-// log; each reason is a fact of the log's prefix that later events do not
-// undo.
-func (w *Worker) alreadyServed(ctx context.Context, rec *taskstore.TaskRecord, item *bus.WorkItem, meta *bus.MsgInfo) string {
-	h := rec.Task.History
-	turn := -1
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].MessageID == item.Message.MessageID && h[i].Role == a2a.RoleUser {
-			turn = i
-			break
-		}
+// redelivered judges the delivery of item by the task's rules
+// (taskstore.Redelivered): whether its turn runs, was served already, or
+// has failed too often. It asks the bus whether another work item of the
+// same turn is still held only when that item's run claimed the task.
+func (w *Worker) redelivered(ctx context.Context, rec *taskstore.TaskRecord, item *bus.WorkItem, meta *bus.MsgInfo) taskstore.Verdict {
+	held := func(seq uint64) bool {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		h, err := w.Store.Bus().WorkHeld(c, seq)
+		return err == nil && h
 	}
-	if turn < 0 {
-		return "" // not in this snapshot yet: run it
-	}
-	for _, later := range h[turn+1:] {
-		if later.Role == a2a.RoleUser {
-			return "a later turn of the task replaced it"
-		}
-	}
-	st := rec.Task.Status.State
-	if st.Interrupted() {
-		return "its turn was already settled"
-	}
-	if st != a2a.StateWorking || rec.Run == "" {
-		return ""
-	}
-	seqStr, _, _ := strings.Cut(rec.Run, ".")
-	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	if err != nil || seq == meta.Seq {
-		return "" // a redelivery of the item that claimed the task: take over
-	}
-	c, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if held, err := w.Store.Bus().WorkHeld(c, seq); err == nil && held {
-		return "another work item for the same turn holds the task"
-	}
-	return ""
+	return taskstore.Redelivered(rec, item.Message.MessageID, meta.Seq, w.Store.Config().MaxDeliver, held)
 }
 
 // runState is the state label of a run's duration: the final state the

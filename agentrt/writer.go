@@ -65,7 +65,7 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(cur *taskstore.TaskRecord) (*a2a.StreamResponse, error) {
 		return withExtensions(ev, activated, cur.Extensions), nil
 	}, taskstore.AppendOptions{Store: store, Run: w.run, Claim: !w.claimed})
-	if errors.Is(err, taskstore.ErrTerminal) {
+	if errors.Is(err, taskstore.ErrTerminal) || errors.Is(err, taskstore.ErrTurnSettled) {
 		w.rec = rec
 		return ErrTaskClosed
 	}

@@ -256,3 +256,38 @@ func TestIndexCreationEntryNeverOverwritesANewerOne(t *testing.T) {
 	assert.Equal(t, "fast", got.TaskID)
 	assert.Equal(t, a2a.StateCompleted, got.State, "the creation did not overwrite the newer entry")
 }
+
+// The index answers for one owner only, in the entries a scan hands out
+// and in the counts, whatever filter narrows it: two owners share a
+// context and an agent, and neither sees the other's tasks. (A later
+// filter on the tasks read would hide an owner missing from the query;
+// this test sees the query itself.)
+func TestIndexKeepsOwnersApart(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	owned := map[string][]string{"alice": {"a1", "a2", "a3"}, "bob": {"b1", "b2"}}
+	for owner, ids := range owned {
+		for _, id := range ids {
+			rec := &TaskRecord{Task: a2a.Task{ID: id, ContextID: "shared", Status: a2a.TaskStatus{State: a2a.StateSubmitted}},
+				Agent: "echo", Owner: owner}
+			_, err := b.CreateTask(ctx, rec)
+			require.NoError(t, err)
+		}
+	}
+	for owner, ids := range owned {
+		for _, q := range []IndexQuery{{Owner: owner}, {Owner: owner, Agent: "echo"}, {Owner: owner, ContextID: "shared"},
+			{Owner: owner, Agent: "echo", ContextID: "shared"}} {
+			var got []string
+			require.NoError(t, b.ScanIndex(ctx, q, 0, 10, func(e IndexEntry) (bool, bool) {
+				assert.Equal(t, hashToken(owner), e.Owner, "%+v: entry %s", q, e.TaskID)
+				got = append(got, e.TaskID)
+				return true, true
+			}))
+			assert.ElementsMatch(t, ids, got, "%+v: the owner's tasks, and only those", q)
+			n, err := b.TaskCount(ctx, q)
+			require.NoError(t, err)
+			assert.Equal(t, len(ids), n, "%+v: totalSize counts the owner's tasks only", q)
+		}
+	}
+}

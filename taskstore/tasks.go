@@ -341,8 +341,9 @@ type Mutation func(rec *TaskRecord) (*a2a.StreamResponse, error)
 
 // UpdateTask appends the event chosen by mutate to the task's log, retrying
 // on contention with a fresh snapshot, then stores the new snapshot. rec may
-// be a snapshot the caller already holds (nil loads one). A terminal task
-// refuses every event with ErrTerminal.
+// be a snapshot the caller already holds (nil loads one). Every event is
+// checked against the rules of a task's state (Check, machine.go): a
+// terminal task refuses every event with ErrTerminal.
 func (b *Store) UpdateTask(ctx context.Context, id string, rec *TaskRecord, mutate Mutation) (*TaskRecord, *a2a.StreamResponse, error) {
 	return b.AppendTask(ctx, id, rec, mutate, AppendOptions{Store: true})
 }
@@ -376,14 +377,14 @@ func (b *Store) AppendTask(ctx context.Context, id string, rec *TaskRecord, muta
 				return nil, nil, err
 			}
 		}
-		if rec.Task.Status.State.Terminal() {
-			return rec, nil, ErrTerminal
-		}
-		if opts.Run != "" && !opts.Claim && rec.Run != opts.Run {
-			return rec, nil, ErrSuperseded
+		if err := Admit(rec, opts.Run, opts.Claim); err != nil {
+			return rec, nil, err
 		}
 		ev, err := mutate(rec)
 		if err != nil {
+			return rec, nil, err
+		}
+		if err := Check(rec, StepOf(ev, opts.Run, opts.Claim)); err != nil {
 			return rec, nil, err
 		}
 		if b.logNearlyFull(rec) && !endsTurn(ev) {

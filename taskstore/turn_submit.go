@@ -248,9 +248,9 @@ func (s *Lifecycle) continueTask(ctx context.Context, t *Turn, msg *a2a.Message)
 		if dedupe && hasMessage(cur, msg.MessageID) {
 			return nil, errTurnRecorded // a concurrent retry recorded it first
 		}
-		if st := cur.Task.Status.State; !st.Interrupted() {
+		if Check(cur, Step{Change: ChangeTurn}) != nil {
 			return nil, &failure{a2a.ErrUnsupportedOperation.With("Task %s is %s: it takes a new message only when it asks for input",
-				cur.Task.ID, a2a.StateV03(st)), ErrNotContinuable}
+				cur.Task.ID, a2a.StateV03(cur.Task.Status.State)), ErrNotContinuable}
 		}
 		m := *msg
 		return &a2a.StreamResponse{Message: &m}, nil
