@@ -20,18 +20,20 @@ type SettleWatch struct {
 	stalled chan struct{} // NoticeStoreFull for the task (stalls.go)
 }
 
-// WatchSettle starts watching task id's snapshots for a final state: the
-// snapshots the bucket stores arrive whole on a channel subscription
-// (the bucket's subject for the task, snapshotSubject) and Wait reads them itself, so a settled task
-// wakes its waiter straight from the connection's reader, with no
-// goroutine of its own per watch. Delivery is at most once (a full
-// channel drops a snapshot: Wait loads the task once a second anyway).
+// WatchSettle starts watching task id for a final state: the writer whose
+// append settled the task sends the task as it left it (notifySettled) as
+// soon as the append is stored, before the snapshot's store, and it
+// arrives on a channel subscription that Wait reads itself, so a settled
+// task wakes its waiter straight from the connection's reader, with no
+// read and no goroutine of its own per watch. Delivery is at most once (a
+// full channel drops a notice, a writer may die before sending it: Wait
+// loads the task once a second anyway).
 func (b *Store) WatchSettle(id string) (*SettleWatch, error) {
 	w := &SettleWatch{b: b, id: id, msgs: make(chan *nats.Msg, 8), stalled: make(chan struct{}, 1)}
 	if err := b.stalls.add(b.nc, id, w.stalled); err != nil {
 		return nil, err
 	}
-	sub, err := b.nc.ChanSubscribe(snapshotSubject(id), w.msgs)
+	sub, err := b.nc.ChanSubscribe(settledSubject(id), w.msgs)
 	if err != nil {
 		b.stalls.remove(id, w.stalled)
 		return nil, err
@@ -46,6 +48,16 @@ func (w *SettleWatch) Stop() {
 	w.b.stalls.remove(w.id, w.stalled)
 }
 
+// notifySettled tells whoever waits for rec's task that it settled, with
+// the task as the append that settled it left it. A core NATS message,
+// sent only once the append is stored, so it never tells of an event the
+// log refused; at most once, so a waiter that misses it loads the task.
+func (b *Store) notifySettled(rec *TaskRecord) {
+	if data, err := json.Marshal(rec); err == nil {
+		_ = b.nc.Publish(settledSubject(rec.Task.ID), data)
+	}
+}
+
 // NoticeStoreFull tells whoever waits for task id to settle that its
 // worker could not record the task's next step because the store is full
 // (the task stands, and runs again once space returns): a blocking send
@@ -54,7 +66,7 @@ func (w *SettleWatch) Stop() {
 // as it would have.
 func (b *Store) NoticeStoreFull(id string) { _ = b.nc.Publish(stalledSubject(id), nil) }
 
-// settled decodes a stored snapshot when it is final (nil otherwise).
+// settled decodes a settle notice when its task is final (nil otherwise).
 func settled(m *nats.Msg) *TaskRecord {
 	if len(m.Data) == 0 {
 		return nil // a delete or purge marker

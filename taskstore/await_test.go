@@ -12,9 +12,9 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 )
 
-// A settle watch wakes its waiter with the stored final snapshot as the
-// writer stores it (well before Wait's once-a-second load), passing over
-// the snapshots stored before it.
+// A settle watch wakes its waiter with the task as the final append left
+// it (well before Wait's once-a-second load), passing over the changes
+// before it that did not settle the task.
 func TestSettleWatchWakesOnTheFinalSnapshot(t *testing.T) {
 	b := openTestStore(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -49,6 +49,40 @@ func TestSettleWatchWakesOnTheFinalSnapshot(t *testing.T) {
 		assert.Zero(t, r.rev, "woken by the stored snapshot as it was published, not by the once-a-second load (which reads a revision)")
 	case <-ctx.Done():
 		t.Fatal("the waiter was never woken")
+	}
+}
+
+// The waiter is woken by the append that settled the task, not by the
+// snapshot's store: a final event appended without storing a snapshot
+// (the writer died before it, or stores later) still wakes it at once,
+// with the task as the append left it.
+func TestSettleWatchWakesOnTheSettlingAppend(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := b.CreateTask(ctx, newRecord("s2"))
+	require.NoError(t, err)
+	w, err := b.WatchSettle("s2")
+	require.NoError(t, err)
+	defer w.Stop()
+	got := make(chan *TaskRecord, 1)
+	seen := rec
+	go func() {
+		r, err := w.Wait(ctx, seen)
+		assert.NoError(t, err)
+		got <- r
+	}()
+	done := func(*TaskRecord) (*a2a.StreamResponse, error) { return status("s2", a2a.StateInputRequired), nil }
+	next, _, err := b.AppendTask(ctx, "s2", rec, done, AppendOptions{Run: "1.1", Claim: true})
+	require.NoError(t, err)
+	select {
+	case r := <-got:
+		assert.Equal(t, a2a.StateInputRequired, r.Task.Status.State)
+		assert.Equal(t, next.LastSeq, r.LastSeq)
+		assert.Equal(t, "1.1", r.Run)
+		assert.Zero(t, r.rev, "woken by the append's notice, not by the once-a-second load")
+	case <-time.After(900 * time.Millisecond):
+		t.Fatal("the waiter was not woken by the settling append")
 	}
 }
 

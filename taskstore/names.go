@@ -7,6 +7,7 @@ package taskstore
 //	A2A_INDEX    stream, Limits      a2a.index.<owner>.<agent>.<context>.<taskId>  one entry per task, in order of last status change (index.go)
 //	A2A_COUNTS   stream, counters    a2a.count.<owner>[.<agent>]  how many tasks an owner has, of each agent (counts.go)
 //	A2A_DELEGATIONS stream, Limits   a2a.delegated.<parentTaskId>  one entry per task a task delegated (delegations.go)
+//	a2a.settled.<taskId>  core NATS  a task settled: the task as its append left it (await.go)
 //	a2a.stalled.<taskId>  core NATS  a worker could not record a task's step: the store is full (await.go; one subscription per process, stalls.go)
 const (
 	StreamEvents      = "A2A_EVENTS"
@@ -19,8 +20,12 @@ const (
 	subjIndexPrefix   = "a2a.index."
 	subjCountPrefix   = "a2a.count."
 	subjStalledPrefix = "a2a.stalled."
+	subjSettledPrefix = "a2a.settled."
 	subjDelegPrefix   = "a2a.delegated."
 )
+
+// settledSubject carries the notice that task taskID settled (notifySettled).
+func settledSubject(taskID string) string { return subjSettledPrefix + taskID }
 
 // stalledSubject carries NoticeStoreFull for one task.
 func stalledSubject(taskID string) string { return subjStalledPrefix + taskID }

@@ -404,6 +404,9 @@ func (b *Store) AppendTask(ctx context.Context, id string, rec *TaskRecord, muta
 		if opts.Run != "" {
 			next.claimedBy(opts.Run)
 		}
+		if next.Task.Status.State.Final() {
+			b.notifySettled(next)
+		}
 		if opts.Store {
 			b.storeAfter(ctx, next)
 		}
