@@ -140,6 +140,17 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Bus, error) {
 	return b, nil
 }
 
+// Attach returns a Bus on nc that creates nothing and leaves the layout's
+// settings alone: for tools that manage one resource of the mesh (the card
+// keys) without opening the rest.
+func Attach(nc *nats.Conn, cfg Config) (*Bus, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	return &Bus{nc: nc, js: js, cfg: cfg.withDefaults(), instance: newInstance()}, nil
+}
+
 func (b *Bus) ensure(ctx context.Context) error {
 	c := b.cfg
 	streams := []jetstream.StreamConfig{{

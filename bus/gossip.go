@@ -7,12 +7,6 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// SubjectRateLimitUsage is the core-NATS subject on which the edges tell
-// each other what they admitted per principal, so that a rate limit holds
-// for the whole fleet (edge/limit_fleet.go). Nothing is stored: a message
-// reaches the edges listening at that moment, at most once.
-const SubjectRateLimitUsage = "a2a.ratelimit.usage"
-
 // Gossip is a core-NATS subject every member publishes small summaries on
 // and hears everyone's (its own included): at most once, never stored, no
 // replies. Publishing never waits on the network, so a caller on a
@@ -33,10 +27,10 @@ const (
 	gossipPendingBytes = 16 << 20
 )
 
-// RateLimitGossip is the subject the edges share their rate-limit spending
-// on (SubjectRateLimitUsage).
-func (b *Bus) RateLimitGossip() *Gossip {
-	return &Gossip{nc: b.nc, subject: SubjectRateLimitUsage}
+// Gossip is subject as a gossip subject (the edges share their rate-limit
+// spending on one: edge/limit_fleet.go).
+func (b *Bus) Gossip(subject string) *Gossip {
+	return &Gossip{nc: b.nc, subject: subject}
 }
 
 // Publish hands data to the connection for everyone listening and returns

@@ -16,7 +16,7 @@ import (
 func TestGossip(t *testing.T) {
 	b := openTestBus(t, Config{})
 	leaks := goleak.IgnoreCurrent()
-	g := b.RateLimitGossip()
+	g := b.Gossip("a2a.test.gossip")
 	var (
 		mu  sync.Mutex
 		got [][]byte

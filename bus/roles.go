@@ -204,6 +204,9 @@ type KV interface {
 
 type kvStore struct{ kv jetstream.KeyValue }
 
+// WrapKV hands kv out as a KV role.
+func WrapKV(kv jetstream.KeyValue) KV { return kvStore{kv} }
+
 func (k kvStore) Get(ctx context.Context, key string) ([]byte, error) {
 	e, err := k.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {

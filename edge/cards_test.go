@@ -22,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/internal/natstest"
@@ -305,11 +304,11 @@ func TestCardETagFollowsRegistry(t *testing.T) {
 }
 
 // cardStore opens the card key bucket of b.
-func cardStore(t *testing.T, b *taskstore.Store) *bus.CardKeys {
+func cardStore(t *testing.T, b *taskstore.Store) *cardsig.CardKeys {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := b.Bus().CardKeyStore(ctx)
+	st, err := cardsig.OpenKeyStore(ctx, b.Bus())
 	require.NoError(t, err)
 	return st
 }

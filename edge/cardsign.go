@@ -46,7 +46,7 @@ type cardSigner struct {
 	bus    *bus.Bus
 
 	mu      sync.Mutex
-	store   *bus.CardKeys
+	store   *cardsig.CardKeys
 	keys    *cardsig.Keys
 	rev     uint64
 	checked time.Time
@@ -83,7 +83,7 @@ func (s *cardSigner) current(ctx context.Context) (*cardsig.Keys, error) {
 
 func (s *cardSigner) load(ctx context.Context) error {
 	if s.store == nil {
-		st, err := s.bus.CardKeyStore(ctx)
+		st, err := cardsig.OpenKeyStore(ctx, s.bus)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 //
 // Each edge keeps its own token buckets and decides every call alone, from
 // memory: no call waits for the bus. Every ShareEvery (100 ms) an edge
-// publishes on bus.SubjectRateLimitUsage how many calls it admitted per
+// publishes on SubjectRateLimitUsage how many calls it admitted per
 // principal since its last report, and every edge takes what the others
 // report out of its own bucket for that principal. Each edge's bucket
 // then counts the calls of the whole fleet, refilled at Rate once: the
@@ -77,6 +77,12 @@ var errBadUsage = errors.New("edge: bad rate-limit usage report")
 // spent notes one call admitted for key, to report it. l.mu is held.
 // Past MaxPrincipals principals waiting to be reported, a new one's calls
 // are not reported (it is limited on this edge alone until the flush).
+// SubjectRateLimitUsage is the core-NATS subject on which the edges tell
+// each other what they admitted per principal, so that a rate limit holds
+// for the whole fleet. Nothing is stored: a message reaches the edges
+// listening at that moment, at most once.
+const SubjectRateLimitUsage = "a2a.ratelimit.usage"
+
 func (l *limiter) spent(key string) {
 	if l.unshared == nil || !l.sharing.Load() || len(key) > maxUsageKeyBytes {
 		return
@@ -230,7 +236,7 @@ func (e *Edge) RunLimits(ctx context.Context) error {
 	if l == nil || l.every <= 0 || e.bus == nil {
 		return nil
 	}
-	return l.share(ctx, e.bus.RateLimitGossip(), e.log)
+	return l.share(ctx, e.bus.Gossip(SubjectRateLimitUsage), e.log)
 }
 
 // share runs the reports: it hears the other edges' from the bus, and
@@ -242,7 +248,7 @@ func (l *limiter) share(ctx context.Context, g *bus.Gossip, log *slog.Logger) er
 	hear := func(data []byte) {
 		if l.hear(data) != nil && l.badReports.Load() == 1 {
 			log.Warn("ignoring a rate-limit usage report that does not decode (another a2amesh version on the bus?); further ones are ignored silently",
-				"subject", bus.SubjectRateLimitUsage, "bytes", len(data))
+				"subject", SubjectRateLimitUsage, "bytes", len(data))
 		}
 	}
 	l.sharing.Store(true)

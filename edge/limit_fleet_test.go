@@ -363,7 +363,7 @@ func TestFleetLimitWithoutNATS(t *testing.T) {
 		require.False(t, take(), "limited on this edge alone")
 		time.Sleep(5 * time.Millisecond) // flushes come and go meanwhile
 	}
-	assert.ErrorIs(t, b.Bus().RateLimitGossip().Publish([]byte{1}), bus.ErrNotConnected)
+	assert.ErrorIs(t, b.Bus().Gossip(SubjectRateLimitUsage).Publish([]byte{1}), bus.ErrNotConnected)
 
 	stop()
 	select {
@@ -382,7 +382,7 @@ func TestFleetLimitIgnoresBadReports(t *testing.T) {
 	edges := startFleet(t, 1, Limits{Rate: 1, Burst: 3, ShareEvery: 20 * time.Millisecond}, true)
 	l := edges[0].e.limiter
 	b := edges[0].e.bus
-	g := b.RateLimitGossip()
+	g := b.Gossip(SubjectRateLimitUsage)
 	peer := [8]byte{0xab}
 	garbage := [][]byte{
 		{},

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if !bus.ValidToken(name) {
 		return nil, fmt.Errorf("proxy: agent name %q is not a valid mesh name ([A-Za-z0-9_-], 1-128); set one", name)
 	}
-	kv, err := cfg.Store.Bus().UpstreamBucket(ctx)
+	kv, err := upstreamBucket(ctx, cfg.Store.Bus())
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func runCardKeys(ctx context.Context, args []string) error {
 	if err := waitNATS(ctx, nc, *nf.url, log, func(string) {}); err != nil {
 		return err
 	}
-	st, err := bus.OpenCardKeys(ctx, nc, *nf.replicas)
+	st, err := cardsig.OpenCardKeys(ctx, nc, *nf.replicas)
 	if err != nil {
 		return err
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/a2amesh/a2amesh/bus"
 )
 
 // Load returns the key set kept in st (bucket A2A_CARD_KEYS), creating
 // one of a new key if there is none.
-func Load(ctx context.Context, st *bus.CardKeys) (*Keys, error) {
+func Load(ctx context.Context, st *CardKeys) (*Keys, error) {
 	data, _, err := st.LoadOrCreate(ctx, generated)
 	if err != nil {
 		return nil, err
@@ -29,19 +27,19 @@ func generated() ([]byte, error) {
 // Rotate adds a new key to the key set kept in NATS (see Keys.Rotate):
 // every edge then signs each card with the old and the new key. It
 // returns the new key set.
-func Rotate(ctx context.Context, st *bus.CardKeys) (*Keys, error) {
+func Rotate(ctx context.Context, st *CardKeys) (*Keys, error) {
 	return change(ctx, st, func(k *Keys) (*Keys, error) { return k.Rotate() })
 }
 
 // Retire drops every key but the newest from the key set kept in NATS
 // (see Keys.Retire), ending a rotation. It returns the new key set.
-func Retire(ctx context.Context, st *bus.CardKeys) (*Keys, error) {
+func Retire(ctx context.Context, st *CardKeys) (*Keys, error) {
 	return change(ctx, st, func(k *Keys) (*Keys, error) { return k.Retire(), nil })
 }
 
 // change rewrites the stored key set with f, again if another writer
 // changed it meanwhile (a bounded number of times).
-func change(ctx context.Context, st *bus.CardKeys, f func(*Keys) (*Keys, error)) (*Keys, error) {
+func change(ctx context.Context, st *CardKeys, f func(*Keys) (*Keys, error)) (*Keys, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		data, rev, err := st.LoadOrCreate(ctx, generated)
 		if err != nil {
@@ -59,7 +57,7 @@ func change(ctx context.Context, st *bus.CardKeys, f func(*Keys) (*Keys, error))
 		if err != nil {
 			return nil, err
 		}
-		if _, err := st.Update(ctx, enc, rev); errors.Is(err, bus.ErrCardKeysChanged) {
+		if _, err := st.Update(ctx, enc, rev); errors.Is(err, ErrCardKeysChanged) {
 			continue
 		} else if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package bus
+package cardsig
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // BucketCardKeys holds the key set edges sign agent cards with (one entry,
@@ -20,22 +22,22 @@ const CardKeysEntry = "cards"
 
 // ErrCardKeysChanged is returned by CardKeys.Update when the entry was
 // written by someone else since it was read.
-var ErrCardKeysChanged = errors.New("bus: the card key set changed meanwhile")
+var ErrCardKeysChanged = errors.New("cardsig: the card key set changed meanwhile")
 
 // CardKeys is the entry of BucketCardKeys.
 type CardKeys struct{ kv jetstream.KeyValue }
 
-// CardKeyStore opens (creating on first use) the card key bucket.
-func (b *Bus) CardKeyStore(ctx context.Context) (*CardKeys, error) {
+// OpenKeyStore opens (creating on first use) the card key bucket on b.
+func OpenKeyStore(ctx context.Context, b *bus.Bus) (*CardKeys, error) {
 	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketCardKeys,
 		Description: "a2amesh: the keys edges sign agent cards with",
 		History:     1,
 		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
+		Replicas:    b.Config().Replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: bucket %s: %w", BucketCardKeys, err)
+		return nil, fmt.Errorf("cardsig: bucket %s: %w", BucketCardKeys, err)
 	}
 	return &CardKeys{kv: kv}, nil
 }
@@ -44,20 +46,19 @@ func (b *Bus) CardKeyStore(ctx context.Context) (*CardKeys, error) {
 // bucket on nc without opening the rest of the mesh's layout, whose
 // settings it leaves alone: for tools that only manage the keys.
 func OpenCardKeys(ctx context.Context, nc *nats.Conn, replicas int) (*CardKeys, error) {
-	js, err := jetstream.New(nc)
+	b, err := bus.Attach(nc, bus.Config{Replicas: replicas})
 	if err != nil {
-		return nil, fmt.Errorf("bus: jetstream: %w", err)
+		return nil, err
 	}
-	b := &Bus{nc: nc, js: js, cfg: Config{Replicas: replicas}.withDefaults()}
-	return b.CardKeyStore(ctx)
+	return OpenKeyStore(ctx, b)
 }
 
-// Load returns the stored key set and its revision; ErrKeyNotFound when
+// Load returns the stored key set and its revision; bus.ErrKeyNotFound when
 // there is none yet.
 func (c *CardKeys) Load(ctx context.Context) ([]byte, uint64, error) {
 	e, err := c.kv.Get(ctx, CardKeysEntry)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, ErrKeyNotFound
+		return nil, 0, bus.ErrKeyNotFound
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("bus: read %s: %w", BucketCardKeys, err)
@@ -71,7 +72,7 @@ func (c *CardKeys) Load(ctx context.Context) ([]byte, uint64, error) {
 func (c *CardKeys) LoadOrCreate(ctx context.Context, gen func() ([]byte, error)) ([]byte, uint64, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		v, rev, err := c.Load(ctx)
-		if !errors.Is(err, ErrKeyNotFound) {
+		if !errors.Is(err, bus.ErrKeyNotFound) {
 			return v, rev, err
 		}
 		if v, err = gen(); err != nil {

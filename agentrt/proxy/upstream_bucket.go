@@ -1,10 +1,12 @@
-package bus
+package proxy
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // BucketUpstream maps mesh tasks and contexts to the task and context ids
@@ -12,19 +14,19 @@ import (
 // proxy worker, so meshes without proxies do not have it.
 const BucketUpstream = "A2A_UPSTREAM"
 
-// UpstreamBucket opens (creating on first use) the bucket proxy workers
+// upstreamBucket opens (creating on first use) the bucket proxy workers
 // keep their id mappings in. Entries live as long as tasks do.
-func (b *Bus) UpstreamBucket(ctx context.Context) (KV, error) {
+func upstreamBucket(ctx context.Context, b *bus.Bus) (bus.KV, error) {
 	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketUpstream,
 		Description: "a2amesh: task and context ids at the agents proxy workers forward to",
 		History:     1,
-		TTL:         b.cfg.Retention,
+		TTL:         b.Config().Retention,
 		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
+		Replicas:    b.Config().Replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: bucket %s: %w", BucketUpstream, err)
+		return nil, fmt.Errorf("proxy: bucket %s: %w", BucketUpstream, err)
 	}
-	return kvStore{kv}, nil
+	return bus.WrapKV(kv), nil
 }
