@@ -156,9 +156,12 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 		turn.TaskID, turn.TaskMetadata = uuid.NewString(), m.metadata()
 		if p := m.parent; p != nil {
 			// The task id follows from the calling turn and the message,
-			// so a re-run of the turn meets the task it created before.
-			turn.TaskID = uuid.NewSHA1(callNS, []byte("task\x00"+agent+"\x00"+p.TaskID+"\x00"+msg.MessageID)).String()
+			// so a re-run of the turn meets the task it created before; it
+			// is derived as every task id is (taskstore.DeriveTaskID),
+			// keyed by the calling task where a client's key is its
+			// messageId.
 			turn.Owner = p.owner
+			turn.TaskID = taskstore.DeriveTaskID(agent, turn.Owner, "delegated\x00"+p.TaskID+"\x00"+msg.MessageID)
 			if turn.Message.ContextID == "" {
 				turn.Message.ContextID = p.ContextID
 			}

@@ -136,10 +136,6 @@ func (b *Store) countDelta(subj string, d int64) {
 	}
 }
 
-// FlushCounts writes the count changes this process holds now (tests,
-// and a process about to stop).
-func (b *Store) FlushCounts(ctx context.Context) { b.flushCounts(ctx) }
-
 func incrMsg(subj string, d int64) *nats.Msg {
 	m := nats.NewMsg(subj)
 	v := strconv.FormatInt(d, 10)

@@ -463,13 +463,6 @@ func (b *Store) indexWalk(ctx context.Context, filter string, lo, hi uint64) ([]
 	return batch, nil
 }
 
-// CountIndex counts the entries q selects the way the server does, from
-// its subject index without reading them (it walks the subjects under
-// the filter: TaskCount is cheap for an owner's every task).
-func (b *Store) CountIndex(ctx context.Context, q IndexQuery) (int, error) {
-	return b.countFilter(ctx, q.filter())
-}
-
 // ReadIndex calls fn with every entry q selects that was written at or
 // after since, oldest first, until fn returns false. It streams the
 // entries through one consumer: its cost is the entries read.

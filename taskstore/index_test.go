@@ -58,7 +58,7 @@ func TestIndexListsNewestChangeFirst(t *testing.T) {
 	}
 	got, seqs := indexIDs(t, b, alice, 0, 100)
 	require.Equal(t, want, got, "alice's tasks, newest first")
-	n, err := b.CountIndex(ctx, alice)
+	n, err := b.countFilter(ctx, alice.filter())
 	require.NoError(t, err)
 	assert.Equal(t, len(want), n)
 
@@ -84,7 +84,7 @@ func TestIndexListsNewestChangeFirst(t *testing.T) {
 	require.NoError(t, b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) (bool, bool) { first = e; return true, false }))
 	assert.Equal(t, "t01", first.TaskID)
 	assert.Equal(t, a2a.StateCompleted, first.State)
-	n, err = b.CountIndex(ctx, alice)
+	n, err = b.countFilter(ctx, alice.filter())
 	require.NoError(t, err)
 	assert.Equal(t, len(want), n, "one entry per task")
 
@@ -135,7 +135,7 @@ func TestTrimRemovesIndexEntries(t *testing.T) {
 	require.NoError(t, err)
 	kv, err := b.tasks.Status(ctx)
 	require.NoError(t, err)
-	n, err := b.CountIndex(ctx, IndexQuery{Owner: "alice"})
+	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
 	require.NoError(t, err)
 	assert.Equal(t, int(kv.Values()), n, "one entry per task kept")
 	assert.Less(t, n, 25)
@@ -150,7 +150,7 @@ func TestIndexBackfilledForAnOlderStore(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, b.indexStream.Purge(ctx)) // as if they predate the index
-	n, err := b.CountIndex(ctx, IndexQuery{Owner: "alice"})
+	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
 	require.NoError(t, err)
 	require.Zero(t, n)
 	// The purge leaves the stream's last sequence: start from a new one.
@@ -159,7 +159,7 @@ func TestIndexBackfilledForAnOlderStore(t *testing.T) {
 	done, err := b.backfillIndex(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 5, done)
-	n, err = b.CountIndex(ctx, IndexQuery{Owner: "alice"})
+	n, err = b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
 	done, err = b.backfillIndex(ctx)
@@ -190,7 +190,7 @@ func BenchmarkIndexPage(bb *testing.B) {
 			}
 			<-b.js.PublishAsyncComplete()
 			ctx := context.Background()
-			b.FlushCounts(ctx)
+			b.flushCounts(ctx)
 			q := IndexQuery{Owner: "alice", Agent: "echo"}
 			bb.Run("page", func(bb *testing.B) {
 				for bb.Loop() {
@@ -223,7 +223,7 @@ func BenchmarkIndexPage(bb *testing.B) {
 			})
 			bb.Run("server-count", func(bb *testing.B) {
 				for bb.Loop() {
-					got, err := b.CountIndex(ctx, q)
+					got, err := b.countFilter(ctx, q.filter())
 					require.NoError(bb, err)
 					require.Equal(bb, n, got)
 				}

@@ -3,7 +3,6 @@ package taskstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -34,18 +33,13 @@ func logStates(t *testing.T, b *Store, id string) []a2a.TaskState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := b.ReadEvents(ctx, id, 0)
+	events, more, err := b.TaskLog(ctx, id, 0, 10_000)
 	require.NoError(t, err)
-	defer r.Close()
-	last, err := b.events.GetLastMsgForSubject(ctx, EventsSubject(id))
-	require.NoError(t, err)
+	require.False(t, more)
 	var states []a2a.TaskState
-	for ev := range r.C {
+	for _, ev := range events {
 		if ev.Resp.StatusUpdate != nil {
 			states = append(states, ev.Resp.StatusUpdate.Status.State)
-		}
-		if ev.Seq == last.Sequence {
-			break
 		}
 	}
 	return states
@@ -159,38 +153,6 @@ func TestCreateTaskTwiceFails(t *testing.T) {
 	assert.ErrorIs(t, err, ErrTaskNotFound)
 	_, err = b.LoadTask(ctx, "bad.id")
 	assert.ErrorIs(t, err, ErrTaskNotFound)
-}
-
-func TestReadEventsResumesAfterSequence(t *testing.T) {
-	b := openTestStore(t, bus.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rec, err := b.CreateTask(ctx, newRecord("t5"))
-	require.NoError(t, err)
-	var seqs []uint64
-	for i := 0; i < 5; i++ {
-		var ev *a2a.StreamResponse
-		rec, ev, err = b.UpdateTask(ctx, "t5", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
-			return &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "t5",
-				Artifact: a2a.Artifact{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart(fmt.Sprint(i))}}, Append: i > 0}}, nil
-		})
-		require.NoError(t, err)
-		require.NotNil(t, ev)
-		seqs = append(seqs, rec.LastSeq)
-	}
-	r, err := b.ReadEvents(ctx, "t5", seqs[1])
-	require.NoError(t, err)
-	defer r.Close()
-	var got []uint64
-	for ev := range r.C {
-		got = append(got, ev.Seq)
-		if len(got) == 3 {
-			break
-		}
-	}
-	assert.Equal(t, seqs[2:], got, "exactly the events after the given sequence, in order")
-	assert.Len(t, rec.Task.Artifacts, 1)
-	assert.Len(t, rec.Task.Artifacts[0].Parts, 5, "appended chunks fold into one artifact")
 }
 
 func TestPeekStateReadsTheTaskStatus(t *testing.T) {
