@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
@@ -479,31 +478,23 @@ func readStream(base, id string, after uint64, limit time.Duration) sseResult {
 		return res
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var id64 uint64
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id64, _ = strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
-		case strings.HasPrefix(line, "data: "):
-			var r struct {
-				Error *a2a.Error `json:"error"`
-			}
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &r); err != nil {
-				res.err = err
-				return res
-			}
-			if r.Error != nil {
-				res.errors = append(res.errors, r.Error)
-			} else {
-				res.ids = append(res.ids, id64)
-			}
-			id64 = 0
+	evs, err := ssetest.ReadAll(resp.Body)
+	for _, ev := range evs {
+		var r struct {
+			Error *a2a.Error `json:"error"`
+		}
+		if err := json.Unmarshal(ev.Data, &r); err != nil {
+			res.err = err
+			return res
+		}
+		if r.Error != nil {
+			res.errors = append(res.errors, r.Error)
+		} else {
+			id64, _ := ev.Seq()
+			res.ids = append(res.ids, id64)
 		}
 	}
-	if err := sc.Err(); err != nil && ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		res.err = fmt.Errorf("stream still open after %v", limit)
 	}
 	return res

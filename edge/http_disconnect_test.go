@@ -1,12 +1,10 @@
 package edge_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 )
 
 // waitServed waits (bounded) until the edge has logged n "call served"
@@ -52,14 +51,8 @@ func (m *httpMesh) openThenDrop(t *testing.T, path, method string, params any, s
 		return
 	}
 	require.NoError(t, err)
-	br := bufio.NewReader(resp.Body)
-	for i := 0; i < 100; i++ {
-		line, err := br.ReadString('\n')
-		require.NoError(t, err)
-		if strings.HasPrefix(line, "data: ") {
-			break
-		}
-	}
+	_, err = ssetest.NewReader(resp.Body).Next() // the first event: the stream is under way
+	require.NoError(t, err)
 	cancel()
 	resp.Body.Close()
 }

@@ -8,7 +8,6 @@ package edge_test
 // default agent, and it records what the edge logs.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,6 +31,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/bustest"
 	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -240,27 +240,20 @@ func (m *httpMesh) streamCall(t testing.TB, path, method string, params any, hdr
 	resp := m.postRPC(t, ctx, path, method, params, hdr)
 	defer resp.Body.Close()
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), "content type %s", resp.Header.Get("Content-Type"))
-	var frames []sseFrame
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var id uint64
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			var err error
-			id, err = strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
-			require.NoError(t, err)
-		case strings.HasPrefix(line, "data: "):
-			var f sseFrame
-			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &f.Resp))
-			f.ID, id = id, 0
-			frames = append(frames, f)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		require.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded), "stream still open after %v (%d events)", limit, len(frames))
+	evs, err := ssetest.ReadAll(resp.Body)
+	if err != nil {
+		require.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded), "stream still open after %v (%d events)", limit, len(evs))
 		require.NoError(t, err)
+	}
+	var frames []sseFrame
+	for _, ev := range evs {
+		var f sseFrame
+		require.NoError(t, json.Unmarshal(ev.Data, &f.Resp))
+		if ev.HasID {
+			f.ID, err = ev.Seq()
+			require.NoError(t, err)
+		}
+		frames = append(frames, f)
 	}
 	return frames
 }

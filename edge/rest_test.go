@@ -6,7 +6,6 @@ package edge_test
 // each error's google.rpc.Status and HTTP status.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,6 +31,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -179,24 +179,19 @@ func (m *httpMesh) restStream(t testing.TB, method, path string, body any, hdr m
 		t.Fatalf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, b)
 	}
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	var frames []restFrame
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var id uint64
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id, err = strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
-			require.NoError(t, err)
-		case strings.HasPrefix(line, "data: "):
-			frames = append(frames, restFrame{ID: id, Data: json.RawMessage(strings.TrimPrefix(line, "data: "))})
-			id = 0
-		}
-	}
-	if err := sc.Err(); err != nil {
-		require.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded), "stream still open after %v (%d events)", limit, len(frames))
+	evs, err := ssetest.ReadAll(resp.Body)
+	if err != nil {
+		require.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded), "stream still open after %v (%d events)", limit, len(evs))
 		require.NoError(t, err)
+	}
+	var frames []restFrame
+	for _, ev := range evs {
+		f := restFrame{Data: json.RawMessage(ev.Data)}
+		if ev.HasID {
+			f.ID, err = ev.Seq()
+			require.NoError(t, err)
+		}
+		frames = append(frames, f)
 	}
 	return frames
 }

@@ -6,7 +6,6 @@ package edge_test
 // field names (snake_case) is served like its lowerCamelCase twin.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
@@ -47,13 +47,8 @@ func strictCall(t *testing.T, base, agent, method string, params any) strictAnsw
 		require.NoError(t, err)
 		ans = strictAnswer{}
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-			for sc.Scan() {
-				if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-					require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(line)), &ans), "%s frame %s", method, line)
-					break
-				}
+			if ev, err := ssetest.NewReader(resp.Body).Next(); err == nil {
+				require.NoError(t, json.Unmarshal(ev.Data, &ans), "%s frame %s", method, ev.Data)
 			}
 		} else {
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&ans), method)

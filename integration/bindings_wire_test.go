@@ -15,7 +15,6 @@ package integration
 // mapping table (§5.4) here, so a case only says which A2A error it wants.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -229,7 +228,7 @@ func (w jsonrpcWire) stream(t testing.TB, cx bCall, op string, params map[string
 		return nil, rpcErr(t, r.Error, r.Status, body)
 	}
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	s := &sseStream{resp: resp, br: bufio.NewReader(resp.Body), cancel: cancel}
+	s := newSSEStream(resp, cancel)
 	t.Cleanup(s.Close)
 	return &bStream{close: s.Close, next: func() (bFrame, bool) {
 		ev, err := s.Next()
@@ -455,7 +454,7 @@ func (w restWire) stream(t testing.TB, cx bCall, op string, params map[string]an
 		return nil, restErr(t, what, resp.StatusCode, body)
 	}
 	require.Equal(t, http.StatusOK, resp.StatusCode, what)
-	s := &sseStream{resp: resp, br: bufio.NewReader(resp.Body), cancel: cancel}
+	s := newSSEStream(resp, cancel)
 	t.Cleanup(s.Close)
 	return &bStream{close: s.Close, next: func() (bFrame, bool) {
 		ev, err := s.Next()

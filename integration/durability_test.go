@@ -14,7 +14,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -36,6 +35,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
@@ -725,54 +725,36 @@ type durFrame struct {
 	Error *durRPCError
 }
 
-type durSSE struct{ br *bufio.Reader }
+type durSSE struct{ r *ssetest.Reader }
 
-func durNewSSE(r io.Reader) *durSSE { return &durSSE{br: bufio.NewReaderSize(r, 64<<10)} }
+func durNewSSE(r io.Reader) *durSSE { return &durSSE{r: ssetest.NewReader(r)} }
 
 // frame reads the next SSE event carrying a JSON-RPC response, skipping
-// comments (keep-alives).
+// comments (keep-alives). At a clean end of the stream it returns io.EOF.
 func (r *durSSE) frame() (durFrame, error) {
 	var f durFrame
-	var data []byte
-	for i := 0; i < 10000; i++ {
-		line, err := r.br.ReadString('\n')
-		if err != nil {
+	ev, err := r.r.Next()
+	if err != nil {
+		return f, err
+	}
+	if ev.HasID {
+		if f.ID, err = ev.Seq(); err != nil {
 			return f, err
 		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if len(data) == 0 {
-				f = durFrame{}
-				continue
-			}
-			var rep durReply
-			if err := json.Unmarshal(data, &rep); err != nil {
-				return f, fmt.Errorf("decode SSE data: %w: %s", err, durTrim(data))
-			}
-			if rep.Error != nil {
-				f.Error = rep.Error
-				return f, nil
-			}
-			if err := json.Unmarshal(rep.Result, &f.Event); err != nil {
-				return f, fmt.Errorf("decode stream item: %w: %s", err, durTrim(rep.Result))
-			}
-			return f, nil
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "id:"):
-			n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "id:")), 10, 64)
-			if err != nil {
-				return f, fmt.Errorf("bad SSE id line %q", line)
-			}
-			f.ID, f.HasID = n, true
-		case strings.HasPrefix(line, "data:"):
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-		}
+		f.HasID = true
 	}
-	return f, errors.New("SSE event too long")
+	var rep durReply
+	if err := json.Unmarshal(ev.Data, &rep); err != nil {
+		return f, fmt.Errorf("decode SSE data: %w: %s", err, durTrim(ev.Data))
+	}
+	if rep.Error != nil {
+		f.Error = rep.Error
+		return f, nil
+	}
+	if err := json.Unmarshal(rep.Result, &f.Event); err != nil {
+		return f, fmt.Errorf("decode stream item: %w: %s", err, durTrim(rep.Result))
+	}
+	return f, nil
 }
 
 func durDescribe(fs []durFrame) string {

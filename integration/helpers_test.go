@@ -6,7 +6,6 @@ package integration
 // package nor on its wire model. Every wait is bounded by a context.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 )
 
@@ -565,18 +565,20 @@ func (m *rawMesh) waitState(t testing.TB, p proto, path, id, want string) wTask 
 // ---- SSE ----
 
 // sseEvent is one server-sent event.
-type sseEvent struct {
-	ID   string
-	Data []byte
-}
+type sseEvent = ssetest.Frame
 
-// sseStream reads an SSE response line by line.
+// sseStream reads an SSE response event by event.
 type sseStream struct {
 	resp   *http.Response
-	br     *bufio.Reader
+	sse    *ssetest.Reader
 	cancel context.CancelFunc
-	// Lines are all lines read so far, comments included.
-	Lines []string
+}
+
+// newSSEStream reads resp's events; cancel ends its request.
+func newSSEStream(resp *http.Response, cancel context.CancelFunc) *sseStream {
+	s := &sseStream{resp: resp, sse: ssetest.NewReader(resp.Body), cancel: cancel}
+	s.sse.KeepComments = true
+	return s
 }
 
 // openStream POSTs a streaming call. It returns the stream when the answer
@@ -597,50 +599,23 @@ func (m *rawMesh) openStream(t testing.TB, path string, body []byte, hdr map[str
 		return nil, decodeReply(t, resp, data)
 	}
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	s := &sseStream{resp: resp, br: bufio.NewReader(resp.Body), cancel: cancel}
+	s := newSSEStream(resp, cancel)
 	t.Cleanup(s.Close)
 	return s, nil
 }
 
-// Next returns the next event; io.EOF when the server ended the stream.
+// Next returns the next event; io.EOF when the server ended the stream
+// between events.
 func (s *sseStream) Next() (*sseEvent, error) {
-	var ev sseEvent
-	var data [][]byte
-	for {
-		line, err := s.br.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" && len(data) == 0 {
-				return nil, io.EOF
-			}
-			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("stream ended inside an event: %q", line)
-			}
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		s.Lines = append(s.Lines, line)
-		switch {
-		case line == "":
-			if len(data) == 0 {
-				ev = sseEvent{}
-				continue
-			}
-			ev.Data = bytes.Join(data, []byte("\n"))
-			return &ev, nil
-		case strings.HasPrefix(line, ":"):
-			// comment (keep-alive)
-		default:
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "id":
-				ev.ID = value
-			case "data":
-				data = append(data, []byte(value))
-			}
-		}
+	ev, err := s.sse.Next()
+	if err != nil {
+		return nil, err
 	}
+	return &ev, nil
 }
+
+// Comments are the stream's comment lines so far (": keep-alive").
+func (s *sseStream) Comments() []string { return s.sse.Comments }
 
 // Close drops the connection.
 func (s *sseStream) Close() {
@@ -673,8 +648,8 @@ func (s *sseStream) readFrame(t testing.TB, p proto, reqID json.RawMessage) *fra
 	if reqID != nil {
 		require.JSONEq(t, string(reqID), string(f.Reply.ID), "SSE frame id member")
 	}
-	if ev.ID != "" {
-		n, err := strconv.ParseUint(ev.ID, 10, 64)
+	if ev.HasID {
+		n, err := ev.Seq()
 		require.NoErrorf(t, err, "SSE id %q is not numeric", ev.ID)
 		f.SSEID, f.HasID = n, true
 	}

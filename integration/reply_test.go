@@ -5,7 +5,6 @@ package integration
 // both versions: the built-in hello agent and an agent of the test's own.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +30,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/taskstore"
@@ -213,15 +213,10 @@ func TestMessageReplyREST(t *testing.T) {
 			resp2, err := m.hc.Do(req.WithContext(ctx))
 			require.NoError(t, err)
 			defer resp2.Body.Close()
-			var data []string
-			sc := bufio.NewScanner(resp2.Body)
-			for i := 0; i < 100 && sc.Scan(); i++ {
-				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-					data = append(data, d)
-				}
-			}
-			require.Len(t, data, 1, "one event, then the stream ends")
-			sm := decodeReplyMessage(t, v10, json.RawMessage(data[0]))
+			evs, err := ssetest.ReadAll(resp2.Body)
+			require.NoError(t, err)
+			require.Len(t, evs, 1, "one event, then the stream ends")
+			sm := decodeReplyMessage(t, v10, json.RawMessage(evs[0].Data))
 			assert.Equal(t, "hello, sse", sm.text())
 
 			for _, id := range []string{replyID("hello", mid), replyID("hello", mid2)} {

@@ -289,5 +289,5 @@ func TestStreamKeepAlive(t *testing.T) {
 	frames := s.readAll(t, v10, id, 50)
 	requireStreamOrder(t, frames, 0)
 	requireTaskStream(t, v10, frames, frames[0].Item.TaskID, "TASK_STATE_COMPLETED")
-	assert.Contains(t, s.Lines, ": keep-alive", "a quiet stream carries keep-alive comments")
+	assert.Contains(t, s.Comments(), ": keep-alive", "a quiet stream carries keep-alive comments")
 }

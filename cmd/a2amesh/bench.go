@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/bench"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/edge"
-	"github.com/a2amesh/a2amesh/internal/a2agoecho"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/tracing"
 )
@@ -105,8 +102,14 @@ func runBench(ctx context.Context, args []string) error {
 		return fmt.Errorf("--method must be %q or %q", bench.MethodSend03, bench.MethodSend10)
 	}
 
-	meshURL := strings.TrimSuffix(*url, "/")
-	if meshURL == "" {
+	o := bench.CompareOptions{MeshURL: *url, GRPCAddr: *grpcURL, Bindings: bindings, Method: *method,
+		Levels: levels, Duration: *duration, Warmup: *warmup, CPUProfile: *cpuProfile}
+	if *loadgen == "process" {
+		if o.LoadgenBin, err = benchBinary(""); err != nil {
+			return err
+		}
+	}
+	if o.MeshURL == "" {
 		dir, cleanup, err := benchDataDir(*dataDir, "a2amesh-bench-*")
 		if err != nil {
 			return err
@@ -116,12 +119,12 @@ func runBench(ctx context.Context, args []string) error {
 		// Tracing as `dev` sets it up: from the OTEL_* variables, or at
 		// the loopback sink.
 		if *otlpSink {
-			sink, err := startOTLPSink()
+			sink, err := bench.StartOTLPSink()
 			if err != nil {
 				return err
 			}
-			defer sink.report(os.Stdout)
-			os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.url)
+			defer sink.Report(os.Stdout)
+			os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
 		}
 		stopTracing, err := startTracing(ctx, tracing.ServiceDev, logger)
 		if err != nil {
@@ -136,184 +139,32 @@ func runBench(ctx context.Context, args []string) error {
 			return fmt.Errorf("starting dev mesh: %w", err)
 		}
 		defer m.Close()
-		meshURL = strings.TrimSuffix(m.URL(), "/")
-		*grpcURL = m.GRPCAddr()
+		o.MeshURL, o.GRPCAddr = m.URL(), m.GRPCAddr()
 	}
-	meshEndpoint := meshURL
-	if !strings.Contains(meshURL, "/agents/") {
-		meshEndpoint = meshURL + "/agents/echo"
-	}
-	for i, b := range bindings {
-		if i > 0 {
-			fmt.Println()
-		}
-		target := benchTarget{binding: b, mesh: meshEndpoint, method: *method, profile: *cpuProfile, ownProcess: *loadgen == "process"}
-		if b != bench.BindingJSONRPC {
-			target.method = bench.MethodSend10
-		}
-		if b == bench.BindingGRPC {
-			if *grpcURL == "" {
-				return errors.New("--binding grpc with --url needs --grpc-url (the mesh's gRPC host:port)")
-			}
-			target.mesh, target.tenant = *grpcURL, "echo"
-		}
-		if err := benchBinding(ctx, target, levels, *duration, *warmup); err != nil {
-			return err
-		}
-	}
-	return nil
+	return bench.Compare(ctx, o)
 }
 
-// benchTarget is what one binding's run loads: the mesh's endpoint for
-// the binding (and the tenant that names echo there), and the method.
-type benchTarget struct {
-	binding, mesh, tenant, method string
-	// profile, when set, is the prefix of the CPU profile files of the
-	// mesh's runs.
-	profile string
-	// ownProcess runs the load generator as a process of its own.
-	ownProcess bool
-}
-
-// profiled runs run under a CPU profile written to path ("": none).
-func profiled(path string, run func() (bench.Result, error)) (bench.Result, error) {
-	if path == "" {
-		return run()
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return bench.Result{}, err
-	}
-	defer pprof.StopCPUProfile()
-	return run()
-}
-
-// goBinding is a2agoecho's name of a bench binding.
-var goBinding = map[string]string{
-	bench.BindingJSONRPC: "JSONRPC",
-	bench.BindingREST:    "HTTP+JSON",
-	bench.BindingGRPC:    "GRPC",
-}
-
-// benchBinding loads the mesh and a2a-go's server for the same binding at
-// each level, alternately, and prints a table and the ratio at the top
-// level.
-func benchBinding(ctx context.Context, t benchTarget, levels []int, duration, warmup time.Duration) error {
-	var goEndpoint string
-	if t.binding == bench.BindingJSONRPC {
-		goURL, stopGo, err := a2agoecho.Start(ctx)
-		if err != nil {
-			return fmt.Errorf("starting a2a-go echo server: %w", err)
-		}
-		defer stopGo()
-		goEndpoint = bench.A2AGoEndpoint(goURL, t.method)
-	} else {
-		srv, err := a2agoecho.StartBinding(ctx, a2agoecho.Options{Binding: goBinding[t.binding]})
-		if err != nil {
-			return fmt.Errorf("starting a2a-go echo server: %w", err)
-		}
-		defer srv.Stop()
-		goEndpoint = srv.Endpoint
-	}
-
-	fmt.Printf("bench %s: %s, %v per level (+%v warmup)\n  mesh:   %s\n  a2a-go: %s\n",
-		t.binding, t.method, duration, warmup, t.mesh, goEndpoint)
-
-	type row struct {
-		clients     int
-		mesh, a2ago bench.Result
-		meshE, a2aE error
-		// meshGen and goGen are the load generator's CPU use in each
-		// run (with ownProcess).
-		meshGen, goGen loadgenReport
-	}
-	rows := make([]row, 0, len(levels))
-	for _, n := range levels {
-		r := row{clients: n}
-		// Alternate which server goes first so slow drift (thermal,
-		// GC of the previous run) does not always favour the same one.
-		var gen loadgenReport
-		runOne := func(endpoint, tenant string) (bench.Result, error) {
-			o := bench.Options{
-				URL: endpoint, Concurrency: n, Duration: duration, Method: t.method,
-				Binding: t.binding, Tenant: tenant,
-			}
-			if t.ownProcess {
-				var err error
-				gen, err = runLoadgen(ctx, o, warmup)
-				return gen.Result, err
-			}
-			o.Warmup = warmup
-			return bench.Run(ctx, o)
-		}
-		runMesh := func() (bench.Result, error) {
-			path := ""
-			if t.profile != "" {
-				path = fmt.Sprintf("%s-%s-%d.pprof", t.profile, t.binding, n)
-			}
-			return profiled(path, func() (bench.Result, error) { return runOne(t.mesh, t.tenant) })
-		}
-		if len(rows)%2 == 0 {
-			r.mesh, r.meshE = runMesh()
-			r.meshGen = gen
-			r.a2ago, r.a2aE = runOne(goEndpoint, "")
-			r.goGen = gen
-		} else {
-			r.a2ago, r.a2aE = runOne(goEndpoint, "")
-			r.goGen = gen
-			r.mesh, r.meshE = runMesh()
-			r.meshGen = gen
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if r.meshE != nil || r.a2aE != nil {
-			return fmt.Errorf("%s at %d clients: %w", t.binding, n, errors.Join(r.meshE, r.a2aE))
-		}
-		reportErrors(os.Stderr, "mesh", n, r.mesh)
-		reportErrors(os.Stderr, "a2a-go", n, r.a2ago)
-		rows = append(rows, r)
-	}
-
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	gen := ""
-	if t.ownProcess {
-		gen = "load gen CPU\t"
-	}
-	fmt.Fprintln(tw, "clients\tmesh tasks/s\tp50\tp99\terrors\t"+gen+"a2a-go tasks/s\tp50\tp99\terrors\t"+gen)
-	for _, r := range rows {
-		mg, gg := "", ""
-		if t.ownProcess {
-			mg, gg = fmtGen(r.meshGen)+"\t", fmtGen(r.goGen)+"\t"
-		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%d\t%s%.0f\t%s\t%s\t%d\t%s\n", r.clients,
-			r.mesh.Throughput, fmtLatency(r.mesh.P50), fmtLatency(r.mesh.P99), r.mesh.Errors, mg,
-			r.a2ago.Throughput, fmtLatency(r.a2ago.P50), fmtLatency(r.a2ago.P99), r.a2ago.Errors, gg)
-	}
-	if err := tw.Flush(); err != nil {
+// runBenchLoadgen is `a2amesh bench loadgen`, not listed: the load
+// generator as a process of its own, which bench starts
+// (bench.RunLoadgen). It prints its bench.LoadgenReport as JSON.
+func runBenchLoadgen(ctx context.Context, args []string) error {
+	fs := newFlagSet("bench loadgen", "", "The load generator of a2amesh bench, as a process of its own (bench starts it).")
+	var o bench.Options
+	fs.StringVar(&o.URL, "url", "", "endpoint to load")
+	fs.StringVar(&o.Binding, "binding", bench.BindingJSONRPC, "jsonrpc, rest or grpc")
+	fs.StringVar(&o.Tenant, "tenant", "", "tenant of every request (default: none)")
+	fs.StringVar(&o.Method, "method", "", "JSON-RPC method (default: the binding's)")
+	fs.IntVar(&o.Concurrency, "concurrency", 1, "concurrent clients")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured load")
+	warmup := fs.Duration("warmup", 0, "unmeasured load first; 0: none")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if t.ownProcess {
-		fmt.Println("load gen CPU: the load generator's own CPU use during the run, in cores and as a share of the machine's CPU time")
+	rep, err := bench.Loadgen(ctx, o, *warmup)
+	if err != nil {
+		return err
 	}
-
-	// The last line: the ratio at the highest level.
-	top := rows[0]
-	for _, r := range rows {
-		if r.clients > top.clients {
-			top = r
-		}
-	}
-	ratio := "n/a"
-	if top.a2ago.Throughput > 0 {
-		ratio = fmt.Sprintf("%.2fx", top.mesh.Throughput/top.a2ago.Throughput)
-	}
-	fmt.Printf("ratio mesh/a2a-go (%s) at %d clients: %s\n", t.binding, top.clients, ratio)
-	return nil
+	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
 // parseBindings reads --binding: names of bench bindings, or "all".
@@ -390,37 +241,6 @@ func benchLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// fmtGen renders a load generator's CPU use: cores, and its share of the
-// machine's CPU time where known.
-func fmtGen(r loadgenReport) string {
-	s := fmt.Sprintf("%.2f cores", r.Cores())
-	if sh := r.Share(); sh > 0 {
-		s += fmt.Sprintf(" (%.0f%%)", 100*sh)
-	}
-	return s
-}
-
-func fmtLatency(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	default:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	}
-}
-
-func reportErrors(w io.Writer, who string, clients int, r bench.Result) {
-	if r.Errors == 0 {
-		return
-	}
-	fmt.Fprintf(w, "%s at %d clients: %d errors\n", who, clients, r.Errors)
-	for _, s := range r.ErrorSummary() {
-		fmt.Fprintf(w, "  %s\n", s)
-	}
-}
-
 // benchBinary is the a2amesh binary a bench starts processes of: bin when
 // given, else this one.
 func benchBinary(bin string) (string, error) {
@@ -479,41 +299,8 @@ func runBenchScale(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("bench scale: agent slow (waits %v per task), %s, %d clients, worker concurrency %d, %v per count (+%v warmup), edge %s\n",
-		*work, *method, *clients, *concurrency, *duration, *warmup, *edgeMode)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workers\tideal/s\ttasks/s\tvs 1\tefficiency\tp50\tp99\terrors\tmax in-flight per worker\tmax in-flight\tmax acked-pending\tmax queued\tbench heap peak\tedge RSS start / 1st / 2nd half / peak\t")
-	for _, r := range rows {
-		edgeMem := "-"
-		if r.EdgeRSSPeak > 0 {
-			edgeMem = fmt.Sprintf("%s / %s / %s / %s", fmtMiB(r.EdgeRSSStart), fmtMiB(r.EdgeRSSFirstHalf), fmtMiB(r.EdgeRSSSecondHalf), fmtMiB(r.EdgeRSSPeak))
-		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.1f\t%.2fx\t%.0f%%\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t\n",
-			r.Workers, r.Ideal, r.Result.Throughput, r.Speedup, 100*r.Efficiency,
-			fmtLatency(r.Result.P50), fmtLatency(r.Result.P99), r.Result.Errors,
-			bench.FormatInFlight(r.MaxInFlight), r.MaxInFlightTotal, r.MaxAckPending, r.MaxQueued,
-			fmtMiB(r.PeakHeap), edgeMem)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Println("ideal = min(workers×concurrency, clients) / work; efficiency = tasks/s ÷ ideal; vs 1 = tasks/s ÷ tasks/s of 1 worker (of the first count when 1 is not measured)")
-	fmt.Println("max in-flight: agent runs at once (counted in the agent); acked-pending and queued: the agent's consumer, sampled every 100ms")
-	fmt.Println("bench heap: Go heap of this process (load generator, NATS, workers, and the edge with --edge inprocess)")
-	for _, r := range rows {
-		if r.Workers*r.Concurrency > r.Clients {
-			fmt.Fprintf(os.Stderr, "note: at %d workers there are fewer clients (%d) than slots (%d): the clients, not the workers, bound throughput\n",
-				r.Workers, r.Clients, r.Workers*r.Concurrency)
-		}
-		reportErrors(os.Stderr, fmt.Sprintf("%d workers", r.Workers), *clients, r.Result)
-		if m := bench.MaxOf(r.MaxInFlight); m > int64(*concurrency) {
-			return fmt.Errorf("backpressure violated: a worker ran %d tasks at once, above its concurrency %d", m, *concurrency)
-		}
-	}
-	return nil
+	return bench.ReportScale(os.Stdout, os.Stderr, o, rows)
 }
-
-func fmtMiB(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // parseList reads "1,2,4" into distinct numbers in [1, maxN], in order.
 func parseList(flagName, s string, maxN int) ([]int, error) {
@@ -563,11 +350,29 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	a, ok := agents.Builtin()[*agent]
+	if !ok {
+		return fmt.Errorf("--agent must name a built-in agent, got %q", *agent)
+	}
+	if *mode == bench.RegistryProcess || *many != 0 {
+		path, err := benchBinary(*bin)
+		if err != nil {
+			return err
+		}
+		*bin = path
+	}
+	progress := func(msg string) { fmt.Fprintln(os.Stderr, "bench registry:", msg) }
 	if *many != 0 {
-		if *mode != "process" || *ttl != 0 {
+		if *mode != bench.RegistryProcess || *ttl != 0 {
 			return errors.New("--agents works with --mode process and the default TTL only")
 		}
-		return runBenchRegistryMany(ctx, *bin, *many, *conns, *rounds, *agent)
+		res, err := bench.RunManyAgentsOnProcs(ctx, *bin, bench.ManyOptions{
+			Agents: *many, Conns: *conns, Card: a.Card(), Rounds: *rounds, Progress: progress})
+		if err != nil {
+			return err
+		}
+		bench.PrintManyAgents(os.Stdout, *many, *agent, res)
+		return nil
 	}
 	if *crashRounds < 0 {
 		*crashRounds = *rounds
@@ -575,91 +380,11 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 	if *rounds < 0 || *rounds > bench.MaxRegistryRounds || *crashRounds > bench.MaxRegistryRounds || *rounds+*crashRounds == 0 {
 		return fmt.Errorf("--rounds and --crash-rounds must be in [0, %d], not both 0", bench.MaxRegistryRounds)
 	}
-	a, ok := agents.Builtin()[*agent]
-	if !ok {
-		return fmt.Errorf("--agent must name a built-in agent, got %q", *agent)
-	}
-	o := bench.RegistryOptions{Agent: *agent, Rounds: *rounds, CrashRounds: *crashRounds,
-		Progress: func(msg string) { fmt.Fprintln(os.Stderr, "bench registry:", msg) }}
-	switch *mode {
-	case "process":
-		if *ttl != 0 {
-			return errors.New("--ttl works with --mode inprocess only (a worker process uses the bus default)")
-		}
-		path, err := benchBinary(*bin)
-		if err != nil {
-			return err
-		}
-		m, err := bench.StartProcMesh(ctx, path, "")
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-		o.NATSURL, o.EdgeURL = m.NATSURL, m.EdgeURL
-		// A second edge with the default lost grace: a known crash skips it.
-		ge, geURL, err := bench.StartEdgeProc(ctx, path, m.NATSURL)
-		if err != nil {
-			return err
-		}
-		defer ge.Stop(5 * time.Second)
-		o.GraceEdgeURL = geURL
-		o.Launcher = bench.ProcessLauncher{Path: path,
-			Args: []string{"worker", "--nats", m.NATSURL, "--agent", *agent, "--log-level", "warn"}}
-	case "inprocess":
-		cfg := bus.Config{RegistryTTL: *ttl}
-		m, err := bench.StartInProcMesh(ctx, "", cfg, nil)
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-		o.NATSURL, o.EdgeURL, o.Bus = m.NATSURL, m.EdgeURL, cfg
-		o.Launcher = bench.InProcessLauncher{NATSURL: m.NATSURL, Name: *agent, Agent: a, Bus: cfg}
-	default:
-		return errors.New(`--mode must be "process" or "inprocess"`)
-	}
-	res, err := bench.RunRegistry(ctx, o)
+	res, err := bench.RunRegistryOn(ctx, *mode, *bin, a, *ttl,
+		bench.RegistryOptions{Agent: *agent, Rounds: *rounds, CrashRounds: *crashRounds, Progress: progress})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("bench registry: --mode %s, agent %s, registry TTL %v, heartbeat every %v (TTL/3); edges probe each worker connection every %v\n\n",
-		*mode, *agent, res.TTL, res.Heartbeat.Round(time.Millisecond), bench.RegistryProbeEvery)
-	start := "process start"
-	stop, kill := "SIGTERM", "SIGKILL"
-	if *mode == "inprocess" {
-		start, stop, kill = "Worker.Run", "context cancel", "connection closed, then cancel"
-	}
-	fmt.Println("| measure | n | min | median | p90 | max |")
-	fmt.Println("|---|---|---|---|---|---|")
-	row := func(name string, v []time.Duration) {
-		if len(v) == 0 {
-			return
-		}
-		s := bench.Summarize(v)
-		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", name, s.N, fmtDur(s.Min), fmtDur(s.Median), fmtDur(s.P90), fmtDur(s.Max))
-	}
-	row("join: "+start+" → listed by a Table", res.JoinTable)
-	row("join: "+start+" → listed by the edge's GET /agents", res.JoinEdge)
-	row("leave, graceful: "+stop+" → gone from a Table", res.LeaveTable)
-	row("leave, graceful: "+stop+" → the edge refuses sends", res.LeaveEdge)
-	row("leave, graceful: "+stop+" → worker exited", res.StopExit)
-	row("leave, crash: "+kill+" → gone from a Table", res.CrashTable)
-	row("leave, crash: "+kill+" → the edge refuses sends", res.CrashEdge)
-	row("join: "+start+" → listed by the edge with a 30s lost grace", res.JoinGraceEdge)
-	row("leave, graceful: "+stop+" → the edge with a 30s lost grace refuses sends", res.LeaveGraceEdge)
-	row("leave, crash: "+kill+" → the edge with a 30s lost grace refuses sends", res.CrashGraceEdge)
+	bench.PrintRegistry(os.Stdout, *mode, *agent, res)
 	return nil
-}
-
-// fmtDur renders d with three significant digits or so, in µs, ms or s.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%d µs", d.Microseconds())
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%.2f s", d.Seconds())
-	}
 }

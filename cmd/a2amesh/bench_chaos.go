@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/chaos"
+	"github.com/a2amesh/a2amesh/internal/chaos"
 )
 
 // runBenchChaos runs the chaos harness (internal/chaos): the production
@@ -55,56 +53,5 @@ func runBenchChaos(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "bench chaos: "+format+"\n", args...)
 		},
 	}
-	if *duration > 10*time.Minute {
-		// A soak run holds many more tasks: give the final listing and
-		// the log reads room.
-		cfg.ListBudget, cfg.LogCheckBudget = 15*time.Minute, 15*time.Minute
-	}
-	rep, err := chaos.Run(ctx, cfg)
-	if rep != nil {
-		rep.Print(os.Stdout)
-	}
-	if err != nil {
-		writeChaosTails(rep, *logDir, true)
-		return err
-	}
-	verr := rep.Err()
-	writeChaosTails(rep, *logDir, verr != nil)
-	if rep.Aborted {
-		return errors.New("chaos run aborted")
-	}
-	if verr != nil {
-		n := 0
-		for _, c := range rep.ViolationCounts {
-			n += c
-		}
-		return fmt.Errorf("chaos: %d violations (listed above)", n)
-	}
-	return nil
-}
-
-// writeChaosTails saves each role's output tail, into dir or (when
-// wanted) a new temporary directory, and says where.
-func writeChaosTails(rep *chaos.Report, dir string, wanted bool) {
-	if rep == nil || len(rep.Tails) == 0 || (dir == "" && !wanted) {
-		return
-	}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "a2amesh-chaos-logs-*")
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench chaos: saving the roles' output: %v\n", err)
-			return
-		}
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "bench chaos: saving the roles' output: %v\n", err)
-		return
-	}
-	for name, tail := range rep.Tails {
-		if err := os.WriteFile(filepath.Join(dir, name+".log"), []byte(tail), 0o644); err != nil {
-			fmt.Fprintf(os.Stderr, "bench chaos: saving the roles' output: %v\n", err)
-			return
-		}
-	}
-	fmt.Fprintf(os.Stderr, "bench chaos: each role's output tail is in %s\n", dir)
+	return chaos.RunAndReport(ctx, cfg, os.Stdout, *logDir)
 }

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
+	"github.com/a2amesh/a2amesh/bench"
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -58,63 +59,6 @@ func runBenchList(ctx context.Context, args []string) error {
 		return fmt.Errorf("starting dev mesh: %w", err)
 	}
 	defer m.Close()
-	endpoint := strings.TrimSuffix(m.URL(), "/") + "/agents/echo"
-	hc := bench.NewClient(*clients)
-	defer hc.CloseIdleConnections()
-
-	fmt.Printf("bench list: ListTasks (pageSize 50) on a dev mesh at %s, %d calls per level\n", endpoint, *calls)
-	// A row as soon as its level is measured (a large level takes minutes).
-	const row = "%14v  %12v  %-16v  %10v  %10v  %10v  %6v  %10v\n"
-	fmt.Printf(row, "retained tasks", "fill tasks/s", "query", "list p50", "p99", "max", "tasks", "totalSize")
-	have := 0
-	for _, level := range levels {
-		fill := bench.Result{}
-		if n := level - have; n > 0 {
-			fill, err = bench.Run(ctx, bench.Options{URL: endpoint, Method: bench.MethodSend10, Concurrency: *clients,
-				Duration: bench.MaxDuration, MaxRequests: int64(n), Client: hc})
-			if err != nil {
-				return err
-			}
-			if fill.Errors > 0 {
-				return fmt.Errorf("filling to %d tasks: %d sends failed: %v", level, fill.Errors, fill.ErrorSummary())
-			}
-			have += int(fill.Tasks)
-		}
-		first, err := bench.ListLatency(ctx, hc, endpoint, 1, "")
-		if err != nil {
-			return err
-		}
-		if first.FirstError != "" {
-			return fmt.Errorf("at %d tasks: ListTasks: %s", have, first.FirstError)
-		}
-		for _, q := range listQueries(first.NextPageToken) {
-			res, err := bench.ListLatency(ctx, hc, endpoint, *calls, q.params)
-			if err != nil {
-				return err
-			}
-			if res.FirstError != "" {
-				return fmt.Errorf("at %d tasks: ListTasks %s: %s", have, q.name, res.FirstError)
-			}
-			fmt.Printf(row, have, fmt.Sprintf("%.0f", fill.Throughput), q.name,
-				fmtLatency(res.P50), fmtLatency(res.P99), fmtLatency(res.Max), res.PageTasks, res.TotalSize)
-		}
-	}
-	return nil
-}
-
-type listQuery struct{ name, params string }
-
-// listQueries are the ListTasks calls bench list times at each level: the
-// first page; the page after it; a status every task has (completed); a
-// status none has (working: the whole index is looked through); a
-// context no task has (the server's subject filter answers).
-func listQueries(next string) []listQuery {
-	qs := []listQuery{{"first page", bench.ListFirstPage}}
-	if next != "" {
-		qs = append(qs, listQuery{"second page", `{"pageSize":50,"historyLength":0,"pageToken":"` + next + `"}`})
-	}
-	return append(qs,
-		listQuery{"status=completed", `{"pageSize":50,"historyLength":0,"status":"TASK_STATE_COMPLETED"}`},
-		listQuery{"status=working", `{"pageSize":50,"historyLength":0,"status":"TASK_STATE_WORKING"}`},
-		listQuery{"unknown context", `{"pageSize":50,"historyLength":0,"contextId":"no-such-context"}`})
+	return bench.RunList(ctx, os.Stdout, bench.ListOptions{Endpoint: strings.TrimSuffix(m.URL(), "/") + "/agents/echo",
+		Levels: levels, Calls: *calls, Clients: *clients})
 }

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/bench"
 )
 
 // runBenchMemory sends many tasks through a mesh with --max-tasks below
@@ -56,125 +55,11 @@ func runBenchMemory(ctx context.Context, args []string) error {
 		Progress: func(msg string) {
 			fmt.Fprintf(os.Stderr, "bench memory: %s %s\n", time.Now().UTC().Format("15:04:05"), msg)
 		},
-		Measured: func(l bench.MemoryLevel) { fmt.Fprintln(os.Stderr, "bench memory: "+levelLine(l)) },
+		Measured: func(l bench.MemoryLevel) { fmt.Fprintln(os.Stderr, "bench memory: "+l.Line()) },
 	}
 	// Every figure of a level is printed once it is measured (a level of
 	// 10^6 tasks takes a while); the summary comes at the end.
 	res, err := bench.RunMemory(ctx, o)
-	printMemory(os.Stdout, res, *idle)
+	bench.PrintMemory(os.Stdout, res, *idle)
 	return err
-}
-
-// printMemory writes a memory run's tables.
-func printMemory(w io.Writer, r bench.MemoryResult, idle time.Duration) {
-	if len(r.Levels) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "bench memory: --roles %s, --max-tasks %d, %d clients, blocking SendMessage to echo\n\n", r.Roles, r.MaxTasks, r.Clients)
-	fmt.Fprintln(w, "| tasks sent | completed/s | errors | retained (snapshots) | settle | events msgs / subjects | index msgs | work msgs | data dir |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-	for _, l := range r.Levels {
-		ev, ix, wq := l.Stream("A2A_EVENTS"), l.Stream("A2A_INDEX"), l.Stream("A2A_WORK")
-		fmt.Fprintf(w, "| %d | %.0f | %d | %d | %s | %d / %d | %d | %d | %s (%d files) |\n",
-			l.Sent, l.Fill.Throughput, l.Fill.Errors, l.Retained, l.Settled.Round(100*time.Millisecond),
-			ev.Msgs, ev.Subjects, ix.Msgs, wq.Msgs, fmtMiB(l.DataDir), l.DataFiles)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| tasks sent | process | RSS under load | RSS idle (%v) | RSS after GC | high-water | heap live / in use / runtime total |\n", idle)
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	for _, l := range r.Levels {
-		for _, p := range l.Procs {
-			gc, heap := "-", "-"
-			if p.GC > 0 {
-				gc = fmtMiB(p.GC)
-				heap = fmt.Sprintf("%s / %s / %s", fmtMiB(p.HeapAlloc), fmtMiB(p.HeapInuse), fmtMiB(p.Sys))
-			}
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s |\n", l.Sent, p.Role, fmtMiB(p.Load), fmtMiB(p.Idle), gc, fmtMiB(p.HWM), heap)
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| stream | "+levelHeads(r)+" |")
-	fmt.Fprintln(w, "|---|"+strings.Repeat("---|", len(r.Levels)))
-	for _, name := range []string{"A2A_EVENTS", "KV_A2A_TASKS", "A2A_INDEX", "A2A_WORK", "KV_A2A_PUSH"} {
-		cells := make([]string, len(r.Levels))
-		for i, l := range r.Levels {
-			s := l.Stream(name)
-			switch {
-			case s.Missing:
-				cells[i] = "-"
-			case s.Unreadable:
-				cells[i] = "?"
-			default:
-				cells[i] = fmt.Sprintf("%d msgs, %d subj, %d deleted, %s", s.Msgs, s.Subjects, s.Deleted, fmtMiB(s.Bytes))
-			}
-		}
-		fmt.Fprintf(w, "| %s | %s |\n", name, strings.Join(cells, " | "))
-	}
-	// Memory per retained task: the growth over the level before any task
-	// (after GC where the process serves profiles, idle otherwise),
-	// divided by the tasks retained.
-	base := r.Levels[0]
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "memory per retained task (RSS after GC, or idle RSS without profiles, minus the same before any task; ÷ retained tasks):")
-	for _, l := range r.Levels[1:] {
-		if l.Retained == 0 {
-			continue
-		}
-		var parts []string
-		var total float64
-		for _, p := range l.Procs {
-			now, was := p.GC, base.Proc(p.Role).GC
-			if now == 0 {
-				now, was = p.Idle, base.Proc(p.Role).Idle
-			}
-			per := (float64(now) - float64(was)) / float64(l.Retained)
-			total += per
-			s := fmt.Sprintf("%s %.2f KiB", p.Role, per/1024)
-			if p.HeapAlloc > 0 {
-				s += fmt.Sprintf(" (live heap %.2f KiB)", (float64(p.HeapAlloc)-float64(base.Proc(p.Role).HeapAlloc))/float64(l.Retained)/1024)
-			}
-			parts = append(parts, s)
-		}
-		fmt.Fprintf(w, "  at %d sent, %d retained: %s; all %.2f KiB; disk %.2f KiB\n", l.Sent, l.Retained, strings.Join(parts, ", "), total/1024,
-			(float64(l.DataDir)-float64(base.DataDir))/float64(l.Retained)/1024)
-	}
-	for _, l := range r.Levels {
-		if l.Fill.Errors > 0 {
-			fmt.Fprintf(w, "errors sending up to %d tasks:\n", l.Sent)
-			for _, e := range l.Fill.ErrorSummary() {
-				fmt.Fprintf(w, "  %s\n", e)
-			}
-		}
-	}
-	var profiles []string
-	for _, l := range r.Levels {
-		profiles = append(profiles, l.Profiles...)
-	}
-	if len(profiles) > 0 {
-		fmt.Fprintf(w, "heap profiles: %s\n", strings.Join(profiles, " "))
-	}
-}
-
-// levelLine is a level's figures on one line.
-func levelLine(l bench.MemoryLevel) string {
-	ev := l.Stream("A2A_EVENTS")
-	s := fmt.Sprintf("level %d sent (%d errors, %.0f/s): %d retained, events %d msgs / %d subjects, data dir %s;",
-		l.Sent, l.Fill.Errors, l.Fill.Throughput, l.Retained, ev.Msgs, ev.Subjects, fmtMiB(l.DataDir))
-	for _, p := range l.Procs {
-		s += fmt.Sprintf(" %s RSS load %s idle %s", p.Role, fmtMiB(p.Load), fmtMiB(p.Idle))
-		if p.GC > 0 {
-			s += fmt.Sprintf(" gc %s heap %s;", fmtMiB(p.GC), fmtMiB(p.HeapAlloc))
-		} else {
-			s += ";"
-		}
-	}
-	return s
-}
-
-func levelHeads(r bench.MemoryResult) string {
-	heads := make([]string, len(r.Levels))
-	for i, l := range r.Levels {
-		heads[i] = strconv.FormatInt(l.Sent, 10) + " sent"
-	}
-	return strings.Join(heads, " | ")
 }

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/bench"
 	"github.com/a2amesh/a2amesh/edge"
 )
 
@@ -58,26 +59,6 @@ func runBenchRateLimit(ctx context.Context, args []string) error {
 	if !(*rate > 0) || *burst < 1 || *duration <= 0 || *duration > bench.MaxDuration || *drive < 0 || *shareEvery <= 0 {
 		return fmt.Errorf("--rate, --burst, --share-every must be positive, --drive not negative, --duration in (0, %v]", bench.MaxDuration)
 	}
-	fmt.Printf("bench ratelimit: one principal, rate %v/s, burst %d, calls round robin across the edges for %v; fleet edges report every %v\n",
-		*rate, *burst, *duration, *shareEvery)
-	// A row as soon as it is measured.
-	const row = "%5v  %5v  %7v  %6v  %8v  %6v  %6v  %10v  %8v  %12v  %8v  %v\n"
-	fmt.Printf(row, "edges", "scope", "drive/s", "sent", "admitted", "429", "errors", "admitted/s", "vs rate", "rate×T+burst", "vs that", "admitted by edge")
-	for _, n := range counts {
-		for _, pe := range perEdge {
-			r, err := bench.RateLimit(ctx, bench.RateLimitOptions{Edges: n, Drive: *drive, Duration: *duration, Logger: benchLogger(),
-				Limits: edge.Limits{Rate: *rate, Burst: *burst, PerEdge: pe, ShareEvery: *shareEvery}})
-			if err != nil {
-				return err
-			}
-			scope := "fleet"
-			if r.PerEdge {
-				scope = "edge"
-			}
-			fmt.Printf(row, r.Edges, scope, fmt.Sprintf("%.0f", r.Drive), r.Sent, r.Admitted, r.Refused, r.Errors,
-				fmt.Sprintf("%.1f", r.AdmittedPerSec()), fmt.Sprintf("%+.1f%%", 100*r.Overshoot()),
-				fmt.Sprintf("%.0f", r.Budget()), fmt.Sprintf("%+.1f%%", 100*r.OverBudget()), r.ByEdge)
-		}
-	}
-	return nil
+	return bench.RateLimits(ctx, os.Stdout, bench.RateLimitOptions{Drive: *drive, Duration: *duration, Logger: benchLogger(),
+		Limits: edge.Limits{Rate: *rate, Burst: *burst, ShareEvery: *shareEvery}}, counts, perEdge)
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/bench"
 )
 
 // runBenchStreams holds many SSE streams open on one edge and measures
@@ -48,28 +47,5 @@ func runBenchStreams(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("bench streams: %d SSE streams (SubscribeToTask) on %d slow tasks, a chunk every %v, held %v; open-files limit %d\n",
-		r.Streams, r.Tasks, r.ChunkDelay, *hold, r.NoFile)
-	fmt.Printf("  open:     all in %v (%.0f/s); first event p50 %s, p99 %s; CPU edge %.2f, nats %.2f cores\n",
-		r.OpenTime.Round(time.Millisecond), float64(r.Streams)/r.OpenTime.Seconds(), fmtLatency(r.OpenP50), fmtLatency(r.OpenP99),
-		r.EdgeCPUOpen, r.NATSCPUOpen)
-	if r.EdgeRSSHold > 0 {
-		fmt.Printf("  edge:     RSS %s before the streams, %s held (peak %s): %.1f KiB per stream; CPU %.2f cores held\n",
-			fmtMiB(r.EdgeRSSBefore), fmtMiB(r.EdgeRSSHold), fmtMiB(r.EdgeRSSPeak), float64(r.PerStream)/1024, r.EdgeCPUHold)
-		fmt.Printf("  nats:     RSS %s before the streams, %s held (peak %s); CPU %.2f cores held\n",
-			fmtMiB(r.NATSRSSBefore), fmtMiB(r.NATSRSSHold), fmtMiB(r.NATSRSSPeak), r.NATSCPUHold)
-	}
-	fmt.Printf("  events:   %d chunks delivered while held (%.0f/s); latency append→SSE p50 %s, p99 %s, max %s (%d samples)\n",
-		r.Events, float64(r.Events)/hold.Seconds(), fmtLatency(r.LatencyP50), fmtLatency(r.LatencyP99), fmtLatency(r.LatencyMax), r.Latencies)
-	if r.WorkerCPUHold > 0 {
-		fmt.Printf("  others:   CPU held: slow worker %.2f, this bench's clients %.2f cores (of %d)\n", r.WorkerCPUHold, r.BenchCPUHold, runtime.NumCPU())
-	}
-	fmt.Printf("  checked:  %d streams, %d broken\n", r.Checked, r.Failed)
-	for _, f := range r.Failures {
-		fmt.Println("    " + f)
-	}
-	if r.Failed > 0 {
-		return fmt.Errorf("%d of %d streams broke order or missed events", r.Failed, r.Checked)
-	}
-	return nil
+	return bench.ReportStreams(os.Stdout, r, *hold)
 }

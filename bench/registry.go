@@ -534,3 +534,59 @@ func Summarize(v []time.Duration) Summary {
 	slices.Sort(s)
 	return Summary{N: len(s), Min: s[0], Median: rank(s, 0.5), P90: rank(s, 0.9), Max: s[len(s)-1]}
 }
+
+// Where the roles of RunRegistryOn run.
+const (
+	// RegistryProcess: `a2amesh nats`, two `a2amesh edge` and each worker
+	// are processes of the a2amesh binary.
+	RegistryProcess = "process"
+	// RegistryInProcess: an embedded NATS server, an edge and
+	// agentrt.Workers in this process, each with its own NATS connection.
+	RegistryInProcess = "inprocess"
+)
+
+// RunRegistryOn starts the mesh of mode and runs RunRegistry on it with
+// o's Agent, rounds, Timeout and Progress (the mesh's fields are set
+// here). With RegistryProcess the roles are processes of the a2amesh
+// binary bin, with the bus default TTL, and a second edge with the
+// default lost grace is timed too (GraceEdgeURL); with RegistryInProcess
+// agent is what the workers run and ttl the registry TTL (0: the bus
+// default).
+func RunRegistryOn(ctx context.Context, mode, bin string, agent agentrt.Agent, ttl time.Duration, o RegistryOptions) (RegistryResult, error) {
+	if o.Agent == "" {
+		o.Agent = "echo"
+	}
+	switch mode {
+	case RegistryProcess:
+		if ttl != 0 {
+			return RegistryResult{}, errors.New("--ttl works with --mode inprocess only (a worker process uses the bus default)")
+		}
+		m, err := StartProcMesh(ctx, bin, "")
+		if err != nil {
+			return RegistryResult{}, err
+		}
+		defer m.Close()
+		o.NATSURL, o.EdgeURL = m.NATSURL, m.EdgeURL
+		// A second edge with the default lost grace: a known crash skips it.
+		ge, geURL, err := StartEdgeProc(ctx, bin, m.NATSURL)
+		if err != nil {
+			return RegistryResult{}, err
+		}
+		defer ge.Stop(5 * time.Second)
+		o.GraceEdgeURL = geURL
+		o.Launcher = ProcessLauncher{Path: bin,
+			Args: []string{"worker", "--nats", m.NATSURL, "--agent", o.Agent, "--log-level", "warn"}}
+	case RegistryInProcess:
+		cfg := bus.Config{RegistryTTL: ttl}
+		m, err := StartInProcMesh(ctx, "", cfg, nil)
+		if err != nil {
+			return RegistryResult{}, err
+		}
+		defer m.Close()
+		o.NATSURL, o.EdgeURL, o.Bus = m.NATSURL, m.EdgeURL, cfg
+		o.Launcher = InProcessLauncher{NATSURL: m.NATSURL, Name: o.Agent, Agent: agent, Bus: cfg}
+	default:
+		return RegistryResult{}, errors.New(`--mode must be "process" or "inprocess"`)
+	}
+	return RunRegistry(ctx, o)
+}

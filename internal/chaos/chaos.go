@@ -18,8 +18,10 @@
 //   - no role process exited on its own.
 //
 // It also measures how fast the fleet recovers from each kind of fault.
-// `a2amesh bench chaos` runs it from the command line; TestChaos runs a
-// bounded version.
+// It is test tooling, not a benchmark: `a2amesh bench chaos` runs it from
+// the command line (RunAndReport; a soak run with --duration 30m), and
+// TestChaos runs a bounded version. It reads streams with ssetest and
+// imports nothing of the module above a2a, bus and taskstore.
 package chaos
 
 import (
@@ -72,7 +74,8 @@ type Config struct {
 	// NATS fault (default 90s).
 	CatchUpBudget time.Duration
 	// ListBudget bounds listing the tasks per agent; LogCheckBudget bounds
-	// reading the acknowledged tasks' event logs (default 3m each).
+	// reading the acknowledged tasks' event logs (default 3m each; 15m for
+	// a soak run, longer than 10m).
 	ListBudget, LogCheckBudget time.Duration
 	// ServerScan is how the final check reads every task the server
 	// holds: ScanList (ListTasks, page by page, per agent), ScanBucket
@@ -152,8 +155,14 @@ func (c *Config) defaults() error {
 	defI(&c.MaxAttempts, 20)
 	def(&c.SettleBudget, 60*time.Second)
 	def(&c.CatchUpBudget, 90*time.Second)
-	def(&c.ListBudget, 3*time.Minute)
-	def(&c.LogCheckBudget, 3*time.Minute)
+	checkBudget := 3 * time.Minute
+	if c.Duration > 10*time.Minute {
+		// A soak run holds many more tasks: give the final listing and
+		// the log reads room.
+		checkBudget = 15 * time.Minute
+	}
+	def(&c.ListBudget, checkBudget)
+	def(&c.LogCheckBudget, checkBudget)
 	if c.ServerScan == "" {
 		c.ServerScan = ScanAuto
 	}

@@ -536,3 +536,23 @@ func (mb *manyBench) refused(ctx context.Context, url, name string) bool {
 	}
 	return strings.Contains(r.Error.Message, "no live worker")
 }
+
+// RunManyAgentsOnProcs runs RunManyAgents on a mesh of processes of the
+// a2amesh binary bin: an `a2amesh nats` and two `a2amesh edge`, one with
+// --lost-grace 0 and one with the default, both watched and measured
+// (o's NATSURL, EdgeURLs and Edges are set here); the agents are
+// registered by this process.
+func RunManyAgentsOnProcs(ctx context.Context, bin string, o ManyOptions) (ManyResult, error) {
+	m, err := StartProcMesh(ctx, bin, "")
+	if err != nil {
+		return ManyResult{}, err
+	}
+	defer m.Close()
+	ge, geURL, err := StartEdgeProc(ctx, bin, m.NATSURL)
+	if err != nil {
+		return ManyResult{}, err
+	}
+	defer ge.Stop(5 * time.Second)
+	o.NATSURL, o.EdgeURLs, o.Edges = m.NATSURL, []string{m.EdgeURL, geURL}, []*Proc{m.Edge, ge}
+	return RunManyAgents(ctx, o)
+}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -11,20 +11,23 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// otlpSink is an OTLP/HTTP trace receiver on loopback that counts what it
-// gets and keeps nothing: the bench's stand-in for a collector.
-type otlpSink struct {
-	url                    string
+// OTLPSink is an OTLP/HTTP trace receiver on loopback that counts what it
+// gets and keeps nothing: the bench's stand-in for a collector (bench
+// --otlp-sink: the cost of tracing, without a Jaeger).
+type OTLPSink struct {
+	// URL is the sink's base URL, for OTEL_EXPORTER_OTLP_ENDPOINT.
+	URL                    string
 	srv                    *http.Server
 	requests, spans, bytes atomic.Int64
 }
 
-func startOTLPSink() (*otlpSink, error) {
+// StartOTLPSink starts a sink on a free loopback port.
+func StartOTLPSink() (*OTLPSink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("otlp sink: %w", err)
 	}
-	s := &otlpSink{url: "http://" + ln.Addr().String()}
+	s := &OTLPSink{URL: "http://" + ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
@@ -55,9 +58,9 @@ func startOTLPSink() (*otlpSink, error) {
 	return s, nil
 }
 
-// report prints what the sink received and stops it; it runs after the
+// Report prints what the sink received and stops it; it runs after the
 // tracer provider flushed.
-func (s *otlpSink) report(w io.Writer) {
+func (s *OTLPSink) Report(w io.Writer) {
 	_ = s.srv.Close()
 	fmt.Fprintf(w, "otlp sink: %d spans in %d exports (%.1f MiB)\n", s.spans.Load(), s.requests.Load(), float64(s.bytes.Load())/(1<<20))
 }

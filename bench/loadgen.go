@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The load generator as a process of its own (`a2amesh bench loadgen`,
 // not listed: bench starts it). Out of the benchmarked process, its work
@@ -17,23 +17,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/a2amesh/a2amesh/cmd/a2amesh/internal/bench"
 )
 
-// loadgenReport is what a load generator process prints: what it
+// LoadgenReport is what a load generator process prints: what it
 // measured, the CPU it used meanwhile (user + system, seconds) and, where
 // /proc/stat tells, the machine's busy and total CPU time over the same
 // span (seconds, all cores).
-type loadgenReport struct {
-	Result       bench.Result `json:"result"`
-	CPU          float64      `json:"cpu_seconds"`
-	MachineBusy  float64      `json:"machine_busy_seconds"`
-	MachineTotal float64      `json:"machine_total_seconds"`
+type LoadgenReport struct {
+	Result       Result  `json:"result"`
+	CPU          float64 `json:"cpu_seconds"`
+	MachineBusy  float64 `json:"machine_busy_seconds"`
+	MachineTotal float64 `json:"machine_total_seconds"`
 }
 
 // Cores is the load generator's CPU use over the run, in cores.
-func (r loadgenReport) Cores() float64 {
+func (r LoadgenReport) Cores() float64 {
 	if r.Result.Elapsed <= 0 {
 		return 0
 	}
@@ -42,72 +40,58 @@ func (r loadgenReport) Cores() float64 {
 
 // Share is the load generator's part of the machine's CPU time over the
 // run (0: unknown).
-func (r loadgenReport) Share() float64 {
+func (r LoadgenReport) Share() float64 {
 	if r.MachineTotal <= 0 {
 		return 0
 	}
 	return r.CPU / r.MachineTotal
 }
 
-// runBenchLoadgen runs one measured load and prints its loadgenReport.
-func runBenchLoadgen(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench loadgen", "", "The load generator of a2amesh bench, as a process of its own (bench starts it).")
-	var o bench.Options
-	fs.StringVar(&o.URL, "url", "", "endpoint to load")
-	fs.StringVar(&o.Binding, "binding", bench.BindingJSONRPC, "jsonrpc, rest or grpc")
-	fs.StringVar(&o.Tenant, "tenant", "", "tenant of every request (default: none)")
-	fs.StringVar(&o.Method, "method", "", "JSON-RPC method (default: the binding's)")
-	fs.IntVar(&o.Concurrency, "concurrency", 1, "concurrent clients")
-	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured load")
-	warmup := fs.Duration("warmup", 0, "unmeasured load first; 0: none")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *warmup > 0 {
+// Loadgen is the load generator process's run: warmup's unmeasured load
+// (none for 0), then Run(o), with the CPU this process and the machine
+// used meanwhile.
+func Loadgen(ctx context.Context, o Options, warmup time.Duration) (LoadgenReport, error) {
+	if warmup > 0 {
 		w := o
-		w.Duration = *warmup
-		if _, err := bench.Run(ctx, w); err != nil {
-			return err
+		w.Duration = warmup
+		if _, err := Run(ctx, w); err != nil {
+			return LoadgenReport{}, err
 		}
 	}
 	cpu0 := processCPU()
 	busy0, total0 := machineCPU()
-	res, err := bench.Run(ctx, o)
+	res, err := Run(ctx, o)
 	if err != nil {
-		return err
+		return LoadgenReport{}, err
 	}
 	cpu1 := processCPU()
 	busy1, total1 := machineCPU()
-	rep := loadgenReport{Result: res, CPU: cpu1 - cpu0}
+	rep := LoadgenReport{Result: res, CPU: cpu1 - cpu0}
 	if total0 > 0 && total1 > total0 {
 		rep.MachineBusy, rep.MachineTotal = busy1-busy0, total1-total0
 	}
-	return json.NewEncoder(os.Stdout).Encode(rep)
+	return rep, nil
 }
 
-// runLoadgen runs a load generator process of this binary with o (and
-// warmup first) and returns its report.
-func runLoadgen(ctx context.Context, o bench.Options, warmup time.Duration) (loadgenReport, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return loadgenReport{}, err
-	}
+// RunLoadgen runs `bin bench loadgen` (a load generator process of the
+// a2amesh binary bin) with o, and warmup first, and returns its report.
+func RunLoadgen(ctx context.Context, bin string, o Options, warmup time.Duration) (LoadgenReport, error) {
 	args := []string{"bench", "loadgen", "--url", o.URL, "--binding", o.Binding, "--tenant", o.Tenant,
 		"--method", o.Method, "--concurrency", strconv.Itoa(o.Concurrency),
 		"--duration", o.Duration.String(), "--warmup", warmup.String()}
 	// Bounded: the load, its warmup, and the generator's own request
 	// timeout for what is in flight at the end, plus start-up.
-	ctx, cancel := context.WithTimeout(ctx, warmup+o.Duration+bench.DefaultRequestTimeout+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, warmup+o.Duration+DefaultRequestTimeout+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return loadgenReport{}, fmt.Errorf("load generator: %w: %s", err, strings.TrimSpace(errOut.String()))
+		return LoadgenReport{}, fmt.Errorf("load generator: %w: %s", err, strings.TrimSpace(errOut.String()))
 	}
-	var rep loadgenReport
+	var rep LoadgenReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		return loadgenReport{}, fmt.Errorf("load generator: unreadable report: %w", err)
+		return LoadgenReport{}, fmt.Errorf("load generator: unreadable report: %w", err)
 	}
 	return rep, nil
 }

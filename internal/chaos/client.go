@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 )
 
 // rpcClient speaks A2A 1.0 JSON-RPC to the edges with plain net/http, as
@@ -102,16 +102,16 @@ func (c *rpcClient) call(ctx context.Context, base, agent, method string, params
 
 // sseFrame is one SSE event carrying a JSON-RPC response.
 type sseFrame struct {
-	ID     uint64
-	HasID  bool
-	Resp   a2a.StreamResponse
-	Err    *rpcError
-	RawLen int
+	ID    uint64
+	HasID bool
+	Resp  a2a.StreamResponse
+	Err   *rpcError
 }
 
-type sseReader struct{ br *bufio.Reader }
+// sseReader reads a stream's events (ssetest) as JSON-RPC responses.
+type sseReader struct{ r *ssetest.Reader }
 
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{br: bufio.NewReaderSize(r, 64<<10)} }
+func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: ssetest.NewReader(r)} }
 
 // errCleanEOF is a stream the server ended (a complete HTTP response)
 // between events.
@@ -120,53 +120,34 @@ var errCleanEOF = errors.New("stream ended by the server")
 // next reads the next event, skipping comments (keep-alives).
 func (r *sseReader) next() (sseFrame, error) {
 	var f sseFrame
-	var data []byte
-	for i := 0; i < 1_000_000; i++ {
-		line, err := r.br.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" && len(data) == 0 {
-				return f, errCleanEOF
-			}
+	ev, err := r.r.Next()
+	if errors.Is(err, io.EOF) {
+		return f, errCleanEOF
+	}
+	if err != nil {
+		return f, err
+	}
+	if ev.HasID {
+		if f.ID, err = ev.Seq(); err != nil {
 			return f, err
 		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if len(data) == 0 {
-				f = sseFrame{}
-				continue
-			}
-			f.RawLen = len(data)
-			var rep struct {
-				Result json.RawMessage `json:"result"`
-				Error  *rpcError       `json:"error"`
-			}
-			if err := json.Unmarshal(data, &rep); err != nil {
-				return f, fmt.Errorf("undecodable SSE data: %w: %s", err, trunc(string(data), 200))
-			}
-			if rep.Error != nil {
-				f.Err = rep.Error
-				return f, nil
-			}
-			if err := json.Unmarshal(rep.Result, &f.Resp); err != nil {
-				return f, fmt.Errorf("undecodable stream item: %w: %s", err, trunc(string(rep.Result), 200))
-			}
-			return f, nil
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "id:"):
-			n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "id:")), 10, 64)
-			if err != nil {
-				return f, fmt.Errorf("bad SSE id line %q", line)
-			}
-			f.ID, f.HasID = n, true
-		case strings.HasPrefix(line, "data:"):
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-		}
+		f.HasID = true
 	}
-	return f, errors.New("SSE event too long")
+	var rep struct {
+		Result json.RawMessage `json:"result"`
+		Error  *rpcError       `json:"error"`
+	}
+	if err := json.Unmarshal(ev.Data, &rep); err != nil {
+		return f, fmt.Errorf("undecodable SSE data: %w: %s", err, trunc(string(ev.Data), 200))
+	}
+	if rep.Error != nil {
+		f.Err = rep.Error
+		return f, nil
+	}
+	if err := json.Unmarshal(rep.Result, &f.Resp); err != nil {
+		return f, fmt.Errorf("undecodable stream item: %w: %s", err, trunc(string(rep.Result), 200))
+	}
+	return f, nil
 }
 
 // foldArtifacts applies a stream item to a client's view of the task's

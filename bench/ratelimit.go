@@ -273,3 +273,32 @@ func (n *limitedEdge) close() {
 	n.wg.Wait()
 	n.nc.Close()
 }
+
+// RateLimits runs RateLimit with o at each edge count of counts, with
+// each edge limiting on its own and with the edges sharing, as perEdge
+// lists (true: on its own), and writes a row to w as soon as it is
+// measured.
+func RateLimits(ctx context.Context, w io.Writer, o RateLimitOptions, counts []int, perEdge []bool) error {
+	fmt.Fprintf(w, "bench ratelimit: one principal, rate %v/s, burst %d, calls round robin across the edges for %v; fleet edges report every %v\n",
+		o.Limits.Rate, o.Limits.Burst, o.Duration, o.Limits.ShareEvery)
+	const row = "%5v  %5v  %7v  %6v  %8v  %6v  %6v  %10v  %8v  %12v  %8v  %v\n"
+	fmt.Fprintf(w, row, "edges", "scope", "drive/s", "sent", "admitted", "429", "errors", "admitted/s", "vs rate", "rate×T+burst", "vs that", "admitted by edge")
+	for _, n := range counts {
+		for _, pe := range perEdge {
+			ro := o
+			ro.Edges, ro.Limits.PerEdge = n, pe
+			r, err := RateLimit(ctx, ro)
+			if err != nil {
+				return err
+			}
+			scope := "fleet"
+			if r.PerEdge {
+				scope = "edge"
+			}
+			fmt.Fprintf(w, row, r.Edges, scope, fmt.Sprintf("%.0f", r.Drive), r.Sent, r.Admitted, r.Refused, r.Errors,
+				fmt.Sprintf("%.1f", r.AdmittedPerSec()), fmt.Sprintf("%+.1f%%", 100*r.Overshoot()),
+				fmt.Sprintf("%.0f", r.Budget()), fmt.Sprintf("%+.1f%%", 100*r.OverBudget()), r.ByEdge)
+		}
+	}
+	return nil
+}

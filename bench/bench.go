@@ -1,6 +1,16 @@
-// Package bench is a closed-loop load generator for A2A JSON-RPC
-// message/send (or its 1.0 name, SendMessage), plus an a2a-go SDK echo
-// server to compare the mesh against.
+// Package bench holds the benchmarks of `a2amesh bench`, what a user runs
+// to measure a mesh as `nats bench` measures NATS: the comparison with
+// the a2a-go SDK's server (compare.go; a deployment of the user's with
+// --url, as bench streams), worker scaling (scale.go), the
+// registry's joins and leaves (registry.go, registry_many.go), ListTasks
+// (list.go), open streams (streams.go), the rate limit across edges
+// (ratelimit.go) and memory per retained task (memory.go), with what each
+// prints (report.go). The command parses the flags; everything else is
+// here. The chaos harness, test tooling, is internal/chaos.
+//
+// At its core is a closed-loop load generator for A2A JSON-RPC
+// message/send (or its 1.0 name, SendMessage), HTTP+JSON and gRPC, run in
+// the bench's process or as a process of its own (loadgen.go).
 //
 // Each of Options.Concurrency workers sends one request, waits for the
 // reply, checks that it is a completed task echoing the text, and sends the

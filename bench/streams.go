@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/internal/ssetest"
 )
 
 // The open-streams benchmark: N SSE streams (SubscribeToTask, PerTask of
@@ -711,39 +711,32 @@ func (st *benchStream) run(ctx context.Context, client *http.Client, endpoint, i
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		return fmt.Errorf("HTTP %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 4096), 4<<20)
-	var id64 uint64
-	var data []byte
+	sse := ssetest.NewReader(resp.Body)
+	sse.MaxEvent = 4 << 20
 	first := true
-	for lines := 0; lines < 10_000_000 && sc.Scan(); lines++ {
-		line := sc.Bytes()
-		switch {
-		case len(line) == 0:
-			if data == nil {
-				continue // a comment's end (keep-alive)
+	for {
+		ev, err := sse.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
 			}
-			now := time.Now()
-			if first {
-				st.openedIn = now.Sub(start)
-				first = false
-				readyOnce()
+			if !st.ended && st.fail == "" && ctx.Err() == nil {
+				st.fail = fmt.Sprintf("stream ended without a final state (%v)", err)
 			}
-			st.event(id64, data, now, holdFrom.Load())
-			data, id64 = nil, 0
-			if st.ended || st.fail != "" {
-				return nil
-			}
-		case bytes.HasPrefix(line, []byte("id: ")):
-			id64, _ = strconv.ParseUint(string(line[4:]), 10, 64)
-		case bytes.HasPrefix(line, []byte("data: ")):
-			data = append([]byte(nil), line[6:]...)
+			return nil
+		}
+		now := time.Now()
+		if first {
+			st.openedIn = now.Sub(start)
+			first = false
+			readyOnce()
+		}
+		id, _ := ev.Seq() // 0 without one: st.event fails the stream
+		st.event(id, ev.Data, now, holdFrom.Load())
+		if st.ended || st.fail != "" {
+			return nil
 		}
 	}
-	if !st.ended && st.fail == "" && ctx.Err() == nil {
-		st.fail = fmt.Sprintf("stream ended without a final state (%v)", sc.Err())
-	}
-	return nil
 }
 
 // event checks one SSE event as it arrives.
