@@ -4,8 +4,10 @@
 // (EnsureStream, EnsureKV), a publish and a read retried through a
 // failover (Publish, Read), the per-agent work queues with their
 // consumers, dead letters, leases, the control subject — for the packages
-// above it. It knows nothing of tasks: the task store (package taskstore)
-// owns their layout and rules.
+// above it. It knows no features: the task store (package taskstore) owns
+// the tasks' layout and rules, and package push its push configs, delivery
+// jobs and delivery log (push/configs.go, push/log.go). names.go keeps
+// only the names another package must share with a feature's.
 //
 // bus imports a2a and the NATS libraries; it never imports edge, agentrt
 // or cmd. Each user gets the narrow role it needs (roles.go): a Consumer

@@ -1,26 +1,34 @@
 package bus
 
-// Every stream, bucket and subject the mesh uses is named in this file.
+// The streams, buckets and subjects bus itself uses are named in this
+// file, and the few of a feature's that another package must know too.
+// A feature's layout is its own package's (the task store's in taskstore,
+// push's in push/configs.go and push/log.go).
 //
 //	A2A_WORK     stream, WorkQueue   a2a.work.<agent>.<taskId>  turns waiting for (or held by) a worker
 //	A2A_DEAD     stream, Limits      a2a.dead.<agent>       work items that exhausted MaxDeliver
 //	A2A_REGISTRY KV, TTL             <agent>.<instance>     agent cards of live workers
 //	A2A_LEASES   KV, TTL             <work>                 which process does that work now (lease.go)
-//	A2A_PUSH_LOG stream, Limits      a2a.pushlog.<taskId>.<configId>  last push delivery attempts of each config (pushlog.go; with push only)
 //	a2a.control.<taskId>  core NATS  cancel, to whichever worker holds the task
 //	a2a.ratelimit.usage   core NATS  what each edge admitted per principal (gossip.go)
 const (
 	StreamWork = "A2A_WORK"
 	StreamDead = "A2A_DEAD"
 
-	StreamPushLog = "A2A_PUSH_LOG"
-
 	BucketRegistry = "A2A_REGISTRY"
 
 	subjWorkPrefix    = "a2a.work."
 	subjDeadPrefix    = "a2a.dead."
 	subjControlPrefix = "a2a.control."
-	subjPushLogPrefix = "a2a.pushlog."
+)
+
+// Push's names that the task store needs, without importing push: its
+// retention purges a task's push configs from BucketPush, and it makes
+// the push dispatcher's consumer (ConsumerPushDispatch) on its events
+// stream. The rest of push's layout is package push's.
+const (
+	BucketPush           = "A2A_PUSH"
+	ConsumerPushDispatch = "push_dispatch"
 )
 
 // WorkSubject is where a turn of task taskID waits for agent's workers.

@@ -52,7 +52,7 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map
 		_, err = b.js.PublishMsg(ctx, msg)
 	}
 	if err != nil {
-		if isQueueFull(err) {
+		if IsQueueFull(err) {
 			return ErrQueueFull
 		}
 		return fmt.Errorf("bus: enqueue for %s: %w", item.Agent, err)
@@ -63,7 +63,9 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map
 // ErrQueueFull refuses a message for a work queue at its bound.
 var ErrQueueFull = errors.New("bus: work queue is full")
 
-func isQueueFull(err error) bool {
+// IsQueueFull reports whether err is JetStream refusing a publish to a
+// stream at its bound (DiscardNew): a work queue that is full.
+func IsQueueFull(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "maximum messages exceeded") || strings.Contains(s, "maximum bytes exceeded") ||
 		strings.Contains(s, "resource limits exceeded")

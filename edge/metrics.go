@@ -7,6 +7,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -21,7 +22,7 @@ func (e *Edge) watchMetrics() {
 	m.SetRegistrySize(func() int { return len(e.reg.Agents()) })
 	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamWork))
 	m.AddConsumers(metrics.StreamConsumers(e.bus, taskstore.StreamEvents, bus.ConsumerPushDispatch))
-	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamPushOut, bus.ConsumerPushDeliver))
+	m.AddConsumers(metrics.StreamConsumers(e.bus, push.StreamOut, push.ConsumerDeliver))
 }
 
 // countedWriter notes what a call of an HTTP transport answered, for

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
@@ -66,10 +67,10 @@ type taskPushesDoc struct {
 type taskPushConfig struct {
 	ConfigID string `json:"configId"`
 	URL      string `json:"url"`
-	// Attempts are the config's last POSTs (at most bus.PushLogDepth),
+	// Attempts are the config's last POSTs (at most push.LogDepth),
 	// oldest first: each with the event it carried, its outcome, the
 	// receiver's status, and when a failed one is tried again.
-	Attempts []bus.PushAttempt `json:"attempts"`
+	Attempts []push.Attempt `json:"attempts"`
 }
 
 // serveTaskPushes answers GET /ops/v1/tasks/{id}/pushes: the caller's
@@ -105,7 +106,7 @@ func (e *Edge) serveTaskPushes(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if attempts == nil {
-			attempts = []bus.PushAttempt{}
+			attempts = []push.Attempt{}
 		}
 		doc.Configs = append(doc.Configs, taskPushConfig{ConfigID: rec.Config.ID, URL: rec.Config.URL, Attempts: attempts})
 	}

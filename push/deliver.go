@@ -119,7 +119,7 @@ func (d *Deliverer) backoff(attempt uint64) time.Duration {
 // nak to retry, term on the last attempt or an address the guard refuses.
 func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	_ = m.InProgress()
-	var job bus.PushJob
+	var job Job
 	if err := json.Unmarshal(m.Data(), &job); err != nil || !bus.ValidToken(job.TaskID) || !bus.ValidToken(job.ConfigID) {
 		d.log.Error("push: malformed delivery job dropped", "subject", m.Subject())
 		d.cfg.Metrics.PushDelivery(metrics.PushDropped)
@@ -133,7 +133,7 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	log := d.log.With("task_id", job.TaskID, "push_config", job.ConfigID, "seq", job.Seq, "attempt", attempt)
 	// posted, when set, is the attempt a POST made: retry records its
 	// outcome in the push log.
-	var posted *bus.PushAttempt
+	var posted *Attempt
 	retry := func(why string, err error) {
 		if ctx.Err() != nil {
 			_ = m.Nak() // this deliverer is stopping: another one retries at once
@@ -142,22 +142,22 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 		if int(attempt) >= d.cfg.MaxAttempts {
 			log.Error("push: notification not delivered; giving up", "reason", why, "err", err, "attempts", attempt)
 			d.cfg.Metrics.PushDelivery(metrics.PushGaveUp)
-			d.record(ctx, &job, posted, bus.PushGaveUp, 0)
+			d.record(ctx, &job, posted, GaveUp, 0)
 			_ = m.Term()
 			return
 		}
 		wait := d.backoff(attempt)
 		log.Warn("push: delivery failed; will retry", "reason", why, "err", err, "retry_in", wait)
 		d.cfg.Metrics.PushDelivery(metrics.PushRetried)
-		d.record(ctx, &job, posted, bus.PushFailed, wait)
+		d.record(ctx, &job, posted, Failed, wait)
 		_ = m.NakWithDelay(wait)
 	}
-	var rec *bus.PushRecord
+	var rec *Record
 	err := d.rideOut(ctx, m, func() (err error) {
 		rec, err = d.kv.Get(ctx, job.TaskID, job.ConfigID)
 		return err
 	})
-	if errors.Is(err, bus.ErrPushConfigNotFound) {
+	if errors.Is(err, errConfigNotFound) {
 		d.cfg.Metrics.PushDelivery(metrics.PushDropped)
 		_ = m.Ack() // deleted: no more deliveries
 		return
@@ -202,7 +202,7 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	}
 	status, err := d.post(pctx, rec, body)
 	endPushSpan(span, status, err)
-	posted = &bus.PushAttempt{Seq: job.Seq, Attempt: attempt, Time: time.Now().UTC(), Status: status}
+	posted = &Attempt{Seq: job.Seq, Attempt: attempt, Time: time.Now().UTC(), Status: status}
 	if err != nil {
 		posted.Error = err.Error()
 	}
@@ -210,12 +210,12 @@ func (d *Deliverer) deliver(ctx context.Context, m *bus.Msg) {
 	case err == nil && status/100 == 2:
 		log.Debug("push: delivered", "status", status)
 		d.cfg.Metrics.PushDelivery(metrics.PushDelivered)
-		d.record(ctx, &job, posted, bus.PushDelivered, 0)
+		d.record(ctx, &job, posted, Delivered, 0)
 		_ = m.Ack()
 	case errors.Is(err, ssrf.ErrBlocked):
 		log.Warn("push: webhook address refused by the SSRF guard; not delivered", "err", err)
 		d.cfg.Metrics.PushDelivery(metrics.PushGaveUp)
-		d.record(ctx, &job, posted, bus.PushRefused, 0)
+		d.record(ctx, &job, posted, Refused, 0)
 		_ = m.Term()
 	case err != nil:
 		retry("transport", err)
@@ -231,7 +231,7 @@ const recordTimeout = 2 * time.Second
 // the push log: outcome, and for a retried one when it is tried again
 // (retryIn from now). It is best effort: the notification's fate does not
 // depend on it, and a log entry that cannot be written is only logged.
-func (d *Deliverer) record(ctx context.Context, job *bus.PushJob, a *bus.PushAttempt, outcome string, retryIn time.Duration) {
+func (d *Deliverer) record(ctx context.Context, job *Job, a *Attempt, outcome string, retryIn time.Duration) {
 	if a == nil {
 		return
 	}
@@ -270,7 +270,7 @@ func (d *Deliverer) rideOut(ctx context.Context, m *bus.Msg, read func() error) 
 }
 
 // post sends one notification and returns the receiver's HTTP status.
-func (d *Deliverer) post(ctx context.Context, rec *bus.PushRecord, body []byte) (int, error) {
+func (d *Deliverer) post(ctx context.Context, rec *Record, body []byte) (int, error) {
 	cfg := rec.Config
 	if err := d.guard.CheckURL(cfg.URL); err != nil {
 		return 0, err // the allow-list may have changed since the config was set
@@ -337,7 +337,7 @@ const scope = "github.com/a2amesh/a2amesh/push"
 // startSpan starts the client span of one push delivery, a child of the
 // span that created the task (read from its record only while tracing
 // records: a delivery has no other parent).
-func (d *Deliverer) startSpan(ctx context.Context, job *bus.PushJob, attempt uint64) (context.Context, trace.Span) {
+func (d *Deliverer) startSpan(ctx context.Context, job *Job, attempt uint64) (context.Context, trace.Span) {
 	if !tracing.Enabled() {
 		return ctx, noopSpan
 	}

@@ -70,7 +70,7 @@ type Deliverer struct {
 	ready   chan struct{} // closed once Running
 
 	// Set while Run starts, before the state is Running; read only then.
-	kv     *bus.PushStore
+	kv     *configs
 	tasks  *taskstore.Store
 	store  *Store
 	signer *pushsig.Signer
@@ -162,8 +162,8 @@ const signingKeyName = "signing"
 func (d *Deliverer) loadSigner(ctx context.Context, keyFile []byte) (*pushsig.Signer, error) {
 	pemBytes := keyFile
 	if pemBytes == nil {
-		err := bus.Retry(ctx, d.log, "the push signing key (bucket "+bus.BucketPushKeys+")", func(ctx context.Context) error {
-			b, err := d.bus.LoadOrCreateSecret(ctx, signingKeyName, func() ([]byte, error) {
+		err := bus.Retry(ctx, d.log, "the push signing key (bucket "+bucketKeys+")", func(ctx context.Context) error {
+			b, err := loadOrCreateKey(ctx, d.bus, signingKeyName, func() ([]byte, error) {
 				k, err := pushsig.GenerateKey()
 				if err != nil {
 					return nil, err
@@ -192,7 +192,7 @@ func (d *Deliverer) loadSigner(ctx context.Context, keyFile []byte) (*pushsig.Si
 // ctx ends first, and any other error only for a bad key.
 func (d *Deliverer) start(ctx context.Context) error {
 	err := bus.Retry(ctx, d.log, "the push config bucket and delivery stream", func(ctx context.Context) error {
-		kv, err := d.bus.OpenPush(ctx)
+		kv, err := openConfigs(ctx, d.bus)
 		d.kv = kv
 		return err
 	})
@@ -225,7 +225,7 @@ func (d *Deliverer) start(ctx context.Context) error {
 	}
 	// A job waits in this deliverer's queue behind at most one delivery of its
 	// shard, and InProgress restarts the clock when its turn comes.
-	err = bus.Retry(ctx, d.log, "consumer "+bus.ConsumerPushDeliver, func(ctx context.Context) error {
+	err = bus.Retry(ctx, d.log, "consumer "+ConsumerDeliver, func(ctx context.Context) error {
 		c, err := d.kv.DeliverConsumer(ctx, d.cfg.MaxAttempts, 2*d.cfg.Timeout+5*time.Second)
 		deliver = c
 		return err

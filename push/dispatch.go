@@ -164,7 +164,7 @@ func (d *Deliverer) dispatch(ctx context.Context, group []*bus.Msg) {
 			if seq <= from {
 				continue
 			}
-			if err := d.kv.PublishJob(ctx, bus.PushJob{TaskID: taskID, ConfigID: configID, Seq: seq}); err != nil {
+			if err := d.kv.PublishJob(ctx, Job{TaskID: taskID, ConfigID: configID, Seq: seq}); err != nil {
 				d.log.Warn("push: could not queue a delivery; retrying the batch", "task_id", taskID, "err", err)
 				nakAll(group, time.Second)
 				return

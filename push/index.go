@@ -90,7 +90,7 @@ func (x *index) apply(e *bus.Entry) {
 		}
 		return
 	}
-	var rec bus.PushRecord
+	var rec Record
 	if json.Unmarshal(e.Value, &rec) != nil {
 		return
 	}

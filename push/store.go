@@ -24,7 +24,7 @@ import (
 // Its errors for the client are *a2a.Error values.
 type Store struct {
 	tasks      *taskstore.Store
-	kv         *bus.PushStore
+	kv         *configs
 	guard      *ssrf.Guard
 	maxConfigs int
 	log        *slog.Logger
@@ -41,14 +41,14 @@ func OpenStore(ctx context.Context, ts *taskstore.Store, cfg Config) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("push: allow-list: %w", err)
 	}
-	kv, err := ts.Bus().OpenPush(ctx)
+	kv, err := openConfigs(ctx, ts.Bus())
 	if err != nil {
 		return nil, err
 	}
 	return newStore(ts, kv, guard, cfg), nil
 }
 
-func newStore(ts *taskstore.Store, kv *bus.PushStore, guard *ssrf.Guard, cfg Config) *Store {
+func newStore(ts *taskstore.Store, kv *configs, guard *ssrf.Guard, cfg Config) *Store {
 	return &Store{tasks: ts, kv: kv, guard: guard, maxConfigs: cfg.MaxConfigsPerTask, log: cfg.Logger}
 }
 
@@ -144,7 +144,7 @@ func tooMany(taskID string, n int) error {
 // a new one; a config with the id of an existing one replaces it. It also
 // queues the events the task logged while the config was being stored
 // (see catchUp), so a config never misses an event after rec.LastSeq.
-func (s *Store) Save(ctx context.Context, rec *taskstore.TaskRecord, cfg a2a.TaskPushNotificationConfig, v a2a.Version) (*bus.PushRecord, error) {
+func (s *Store) Save(ctx context.Context, rec *taskstore.TaskRecord, cfg a2a.TaskPushNotificationConfig, v a2a.Version) (*Record, error) {
 	cfg.TaskID = rec.Task.ID
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
@@ -163,7 +163,7 @@ func (s *Store) Save(ctx context.Context, rec *taskstore.TaskRecord, cfg a2a.Tas
 	if !replaced && len(existing) >= s.maxConfigs {
 		return nil, tooMany(rec.Task.ID, len(existing))
 	}
-	pr := &bus.PushRecord{Config: cfg, Owner: rec.Owner, Version: v, FromSeq: rec.LastSeq, Created: created}
+	pr := &Record{Config: cfg, Owner: rec.Owner, Version: v, FromSeq: rec.LastSeq, Created: created}
 	if err := s.kv.Put(ctx, pr); err != nil {
 		return nil, err
 	}
@@ -179,13 +179,13 @@ const maxCatchUp = 1000
 // before each batch it handles (it catches up with the bucket first), so
 // only events it may have handled before the config existed need this;
 // jobs it queues too are dropped as duplicates (same message id).
-func (s *Store) catchUp(ctx context.Context, pr *bus.PushRecord) {
+func (s *Store) catchUp(ctx context.Context, pr *Record) {
 	seqs, err := s.tasks.EventSeqsAfter(ctx, pr.Config.TaskID, pr.FromSeq, maxCatchUp)
 	if err != nil {
 		s.log.Warn("push: could not read events logged while the config was stored", "task_id", pr.Config.TaskID, "err", err)
 	}
 	for _, seq := range seqs {
-		if err := s.kv.PublishJob(ctx, bus.PushJob{TaskID: pr.Config.TaskID, ConfigID: pr.Config.ID, Seq: seq}); err != nil {
+		if err := s.kv.PublishJob(ctx, Job{TaskID: pr.Config.TaskID, ConfigID: pr.Config.ID, Seq: seq}); err != nil {
 			s.log.Warn("push: could not queue a delivery", "task_id", pr.Config.TaskID, "seq", seq, "err", err)
 		}
 	}
@@ -193,9 +193,9 @@ func (s *Store) catchUp(ctx context.Context, pr *bus.PushRecord) {
 
 // Get returns a config of a task; a config it does not have is
 // ErrTaskNotFound (-32001) naming both.
-func (s *Store) Get(ctx context.Context, taskID, configID string) (*bus.PushRecord, error) {
+func (s *Store) Get(ctx context.Context, taskID, configID string) (*Record, error) {
 	pr, err := s.kv.Get(ctx, taskID, configID)
-	if errors.Is(err, bus.ErrPushConfigNotFound) {
+	if errors.Is(err, errConfigNotFound) {
 		return nil, a2a.ErrTaskNotFound.With("Push notification config %s not found for task %s", trunc(configID, 64), taskID)
 	}
 	return pr, err
@@ -203,7 +203,7 @@ func (s *Store) Get(ctx context.Context, taskID, configID string) (*bus.PushReco
 
 // First returns a task's oldest config (0.3's get without a config id);
 // a task without one is ErrTaskNotFound.
-func (s *Store) First(ctx context.Context, taskID string) (*bus.PushRecord, error) {
+func (s *Store) First(ctx context.Context, taskID string) (*Record, error) {
 	list, err := s.kv.List(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -215,13 +215,13 @@ func (s *Store) First(ctx context.Context, taskID string) (*bus.PushRecord, erro
 }
 
 // List returns a task's configs, oldest first.
-func (s *Store) List(ctx context.Context, taskID string) ([]*bus.PushRecord, error) {
+func (s *Store) List(ctx context.Context, taskID string) ([]*Record, error) {
 	return s.kv.List(ctx, taskID)
 }
 
 // Attempts returns the last delivery attempts of a task's config (the
-// push log, at most bus.PushLogDepth), oldest first.
-func (s *Store) Attempts(ctx context.Context, taskID, configID string) ([]bus.PushAttempt, error) {
+// push log, at most LogDepth), oldest first.
+func (s *Store) Attempts(ctx context.Context, taskID, configID string) ([]Attempt, error) {
 	return s.kv.Attempts(ctx, taskID, configID)
 }
 
@@ -248,7 +248,7 @@ func ParsePageToken(tok string) (int, error) {
 // Page returns the page of list that starts at start (from ParsePageToken)
 // with at most size configs (0: all the rest), and the token of the next
 // page ("" when this is the last).
-func Page(list []*bus.PushRecord, start, size int) ([]*bus.PushRecord, string) {
+func Page(list []*Record, start, size int) ([]*Record, string) {
 	start = min(start, len(list))
 	end := len(list)
 	if size > 0 {

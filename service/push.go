@@ -6,7 +6,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2amesh/a2amesh/a2a"
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -85,7 +84,7 @@ func (s *Service) GetTaskPushNotificationConfig(ctx context.Context, req *PushCo
 	if _, err := s.loadTask(ctx, c, req.TaskID); err != nil {
 		return nil, err
 	}
-	var pr *bus.PushRecord
+	var pr *push.Record
 	if req.ID == "" {
 		// 0.3 get without pushNotificationConfigId: the task's config
 		// (the oldest when it has several).
@@ -175,7 +174,7 @@ func readBack(cfg a2a.TaskPushNotificationConfig) *a2a.TaskPushNotificationConfi
 // savePushConfig stores a validated config of task rec for the caller,
 // in the shapes of the call's version. Its tenant is kept (and echoed in
 // 1.0) only when it names the agent called.
-func (s *Service) savePushConfig(ctx context.Context, c *Call, st *push.Store, rec *taskstore.TaskRecord, cfg a2a.TaskPushNotificationConfig) (*bus.PushRecord, error) {
+func (s *Service) savePushConfig(ctx context.Context, c *Call, st *push.Store, rec *taskstore.TaskRecord, cfg a2a.TaskPushNotificationConfig) (*push.Record, error) {
 	if cfg.Tenant != c.agent {
 		cfg.Tenant = ""
 	}
