@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -25,9 +26,9 @@ func TestQueuesCountsWorkAndDeadLetters(t *testing.T) {
 		require.NoError(t, b.Enqueue(ctx, &WorkItem{TaskID: id, Agent: "alpha"}, "", nil))
 	}
 	require.NoError(t, b.Enqueue(ctx, &WorkItem{TaskID: "t9", Agent: "beta"}, "", nil)) // no consumer: not listed
-	q, err = b.Queues(ctx)
-	require.NoError(t, err)
-	require.Equal(t, map[string]QueueStats{"alpha": {Pending: 3}}, q)
+	// A consumer's pending count follows the stream a moment after the
+	// publish's ack: read until it has caught up (bounded).
+	requireQueues(t, b, map[string]QueueStats{"alpha": {Pending: 3}})
 
 	// One taken and held, one taken and handed back: the second is
 	// delivered again and counts as redelivered while held.
@@ -40,18 +41,32 @@ func TestQueuesCountsWorkAndDeadLetters(t *testing.T) {
 	require.NoError(t, b.DeadLetter(ctx, "alpha", []byte("x"), "max deliveries"))
 	require.NoError(t, b.DeadLetter(ctx, "alpha", []byte("y"), "max deliveries"))
 	require.NoError(t, b.DeadLetter(ctx, "gone", []byte("z"), "undecodable"))
-	q, err = b.Queues(ctx)
-	require.NoError(t, err)
-	require.Equal(t, map[string]QueueStats{
+	requireQueues(t, b, map[string]QueueStats{
 		"alpha": {Pending: 1, AckPending: 2, Redelivered: 1, Dead: 2},
 		"gone":  {Dead: 1},
-	}, q)
+	})
 
 	require.NoError(t, got[0].AckSync(ctx))
 	require.NoError(t, again[0].AckSync(ctx))
-	q, err = b.Queues(ctx)
-	require.NoError(t, err)
-	require.Equal(t, QueueStats{Pending: 1, Dead: 2}, q["alpha"])
+	requireQueues(t, b, map[string]QueueStats{"alpha": {Pending: 1, Dead: 2}, "gone": {Dead: 1}})
+}
+
+// requireQueues reads Queues until it says want, for at most 5 s.
+func requireQueues(t *testing.T, b *Bus, want map[string]QueueStats) {
+	t.Helper()
+	var got map[string]QueueStats
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 200; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		q, err := b.Queues(ctx)
+		cancel()
+		require.NoError(t, err)
+		if got = q; reflect.DeepEqual(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	require.Equal(t, want, got)
 }
 
 // fetchN takes n messages from c, failing the test past a few seconds.
