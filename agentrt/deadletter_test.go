@@ -187,6 +187,14 @@ func TestMaxDeliveriesDeadLetter(t *testing.T) {
 				break
 			}
 			attempts = append(attempts, attempt)
+			// The run's claim is written within the writer's linger of
+			// its start; a run that dies before it counts for nothing.
+			require.Eventually(t, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				r, err := m.Store().LoadTask(ctx, id)
+				return err == nil && r.TurnRuns >= len(attempts)
+			}, 10*time.Second, 10*time.Millisecond, "the claim of run %d", len(attempts))
 			assert.Lessf(t, attempt, deadConfig.MaxDeliver, "the agent ran on delivery %d, MaxDeliver %d: that delivery must fail the task instead", attempt, deadConfig.MaxDeliver)
 			// Crash: the connection goes first, so no nak gets out.
 			g.nc.Close()

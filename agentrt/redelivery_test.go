@@ -192,6 +192,9 @@ func TestStalledRunIsSuperseded(t *testing.T) {
 
 	id := sendAsync(t, m.URL+"/agents/"+name, "step")
 	require.Equal(t, 1, waitInt(t, a.started, 20*time.Second, "attempt 1 on worker A"))
+	// A's run has claimed the task (its claim is written within the
+	// writer's linger of the run's start).
+	require.Eventually(t, func() bool { return countState(logStates(t, m.Store(), id), a2a.StateWorking) >= 1 }, 10*time.Second, 20*time.Millisecond)
 	proxy.hold() // A is cut off: no heartbeat gets out
 	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Instance: "b", Concurrency: 1, Timeout: time.Minute})
 	require.Equal(t, 2, waitInt(t, a.started, 3*cfg.AckWait+10*time.Second, "attempt 2 on worker B after AckWait"))
@@ -279,8 +282,8 @@ func (c *counter) Run(ctx context.Context, req *agentrt.Request, w agentrt.Event
 }
 
 // TestRefusedClaimRunsLater: the bus refuses a run's first write (the
-// working status that claims the task); the work goes back to the queue
-// and runs once the bus takes writes again.
+// message that claims the task); the work goes back to the queue and runs
+// once the bus takes writes again, the refused run not counted.
 func TestRefusedClaimRunsLater(t *testing.T) {
 	cfg := bus.Config{AckWait: 3 * time.Second, MaxDeliver: 10}
 	m := meshtest.Start(t, meshtest.WithConfig(func(c *mesh.Config) { c.Bus = cfg }))
@@ -294,16 +297,17 @@ func TestRefusedClaimRunsLater(t *testing.T) {
 	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Concurrency: 1, Timeout: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	deadline := time.Now().Add(20 * time.Second)
-	for !logs.has("could not mark task working") && time.Now().Before(deadline) {
+	for !logs.has("the turn will run again") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.True(t, logs.has("could not mark task working"), "the worker never met the refused claim")
+	require.True(t, logs.has("the turn will run again"), "the worker never met the refused claim")
 	capEvents(t, m.Store(), -1)
 
 	rec := waitFinal(t, m.Store(), id, 3*cfg.AckWait+10*time.Second)
 	require.NotNil(t, rec)
 	require.Equal(t, a2a.StateCompleted, rec.Task.Status.State, "task whose claim was refused once; log states %v", logStates(t, m.Store(), id))
-	assert.EqualValues(t, 1, a.runs.Load(), "agent runs")
+	assert.Equal(t, 1, rec.TurnRuns, "runs the log counts against the turn")
+	assert.GreaterOrEqual(t, a.runs.Load(), int64(2), "agent runs")
 }
 
 // queueTurn writes a task of agent and its work item as an edge would,
@@ -321,4 +325,38 @@ func queueTurn(t *testing.T, b *taskstore.Store, agent, prefix string) string {
 	require.NoError(t, b.Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: agent, Message: msg, Enqueued: a2a.Now()},
 		bus.WorkMsgID(id, msg.MessageID), nil))
 	return id
+}
+
+// TestCanceledWhileQueuedStaysCanceled: a work item carries its task as
+// enqueued, and a first delivery runs from it without reading the task;
+// a task canceled while its work waited is caught by the run's first
+// append (a compare-and-set on the carried task): it stays canceled, with
+// nothing of the run in its log, and the work item is done.
+func TestCanceledWhileQueuedStaysCanceled(t *testing.T) {
+	m := meshtest.Start(t)
+	const name = "late"
+	a := &counter{name: name}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id := "queued-" + t.Name()
+	msg := a2a.Message{MessageID: "m-" + id, Role: a2a.RoleUser, TaskID: id, ContextID: "ctx-" + id, Parts: []a2a.Part{a2a.TextPart("go")}}
+	rec, err := m.Store().CreateTask(ctx, &taskstore.TaskRecord{Agent: name, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
+		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
+	require.NoError(t, err)
+	require.NoError(t, m.Store().Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: name, Message: msg,
+		Enqueued: a2a.Now(), Task: taskstore.EncodeWorkTask(rec)}, bus.WorkMsgID(id, msg.MessageID), nil))
+	_, err = m.Store().CancelTask(ctx, id, rec, "changed my mind")
+	require.NoError(t, err)
+
+	startWorkerWith(t, &agentrt.Worker{Store: m.Store(), Agent: a, Name: name, Concurrency: 1, Timeout: time.Minute})
+	require.Eventually(t, func() bool {
+		queued, err := m.Store().Bus().Queued(ctx, name, id)
+		return err == nil && !queued
+	}, 15*time.Second, 20*time.Millisecond, "the work item was not done")
+	got, err := m.Store().LoadTask(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, a2a.StateCanceled, got.Task.Status.State)
+	states := logStates(t, m.Store(), id)
+	assert.Equal(t, []a2a.TaskState{a2a.StateSubmitted, a2a.StateCanceled}, states, "nothing of the run in the log")
+	assert.LessOrEqual(t, a.runs.Load(), int64(1))
 }

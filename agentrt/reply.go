@@ -109,8 +109,12 @@ func (w *writer) mayReplyLocked() bool {
 	if !w.replies || w.decided || w.rec == nil {
 		return false
 	}
-	if !w.rec.Undecided && (w.claimed || w.rec.TurnRuns > 0) {
-		return false
+	if w.claimed {
+		if !w.undecided {
+			return false // the run's claim decided the turn already
+		}
+	} else if !w.rec.Undecided && w.rec.TurnRuns > 0 {
+		return false // an earlier run decided it
 	}
 	t := &w.rec.Task
 	return len(t.History) == 1 && t.History[0].MessageID == w.turn && len(t.Artifacts) == 0 &&
@@ -129,6 +133,9 @@ func (w *writer) claim() error {
 	}
 	ev := w.statusEvent(a2a.StateWorking, "")
 	ev.StatusUpdate.Metadata = a2a.Metadata{a2a.ClaimKey: true}
+	w.mu.Lock()
+	w.undecided = true
+	w.mu.Unlock()
 	return w.update(ev)
 }
 

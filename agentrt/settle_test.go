@@ -12,7 +12,6 @@ package agentrt_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,20 +135,11 @@ func logStates(t *testing.T, b *taskstore.Store, id string) []a2a.TaskState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
+	events, _, err := b.TaskLog(ctx, id, 0, 10_000)
 	require.NoError(t, err)
 	var out []a2a.TaskState
-	next := uint64(1)
-	for i := 0; i < 1000; i++ {
-		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(taskstore.EventsSubject(id)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		require.NoError(t, err)
-		next = m.Sequence + 1
-		var ev a2a.StreamResponse
-		require.NoError(t, json.Unmarshal(m.Data, &ev))
-		switch {
+	for _, e := range events {
+		switch ev := e.Resp; {
 		case ev.Task != nil:
 			out = append(out, ev.Task.Status.State)
 		case ev.StatusUpdate != nil:

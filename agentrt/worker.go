@@ -328,9 +328,15 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	if sc := span.SpanContext(); sc.IsValid() {
 		log = log.With("trace_id", sc.TraceID().String())
 	}
-	opCtx, cancelOp := context.WithTimeout(bg, 20*time.Second)
-	rec, err := w.Store.PeekTask(opCtx, item.TaskID)
-	cancelOp()
+	// A first delivery runs from the task its work item carries (its
+	// first append is a compare-and-set on it: a task changed since, a
+	// cancel say, is caught there); a redelivery reads the task.
+	rec := taskstore.DecodeWorkTask(item.Task, item.TaskID)
+	if rec == nil || meta.NumDelivered > 1 {
+		opCtx, cancelOp := context.WithTimeout(bg, 20*time.Second)
+		rec, err = w.Store.LoadTask(opCtx, item.TaskID)
+		cancelOp()
+	}
 	switch {
 	case errors.Is(err, taskstore.ErrTaskNotFound):
 		w.taskNotFound(log, m, &meta, &item)
@@ -343,23 +349,9 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		_ = m.Ack() // canceled while queued, or a late redelivery
 		return
 	}
-	if meta.NumDelivered > 1 {
-		// A redelivery: the stored snapshot may miss the runs before it
-		// (a run stores its claim only now and then), which the give-up
-		// count below needs. Fold the log (a first delivery, the hot path,
-		// skips this read).
-		lctx, cancelLoad := context.WithTimeout(bg, 20*time.Second)
-		if fresh, err := w.Store.LoadTask(lctx, item.TaskID); err == nil {
-			rec = fresh
-		}
-		cancelLoad()
-		if rec.Task.Status.State.Terminal() {
-			_ = m.Ack()
-			return
-		}
-	}
-	wr := &writer{b: w.Store, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, lastStored: time.Now(),
+	wr := &writer{b: w.Store, taskID: item.TaskID, ctxID: rec.Task.ContextID, turn: item.Message.MessageID, timeout: 10 * time.Second, rec: rec, state: rec.Task.Status.State, linger: defaultLinger,
 		run: fmt.Sprintf("%d.%d", meta.Seq, meta.NumDelivered), act: &activation{}, replies: replies(w.Agent)}
+	defer wr.stop()
 	switch v := w.redelivered(bg, rec, &item, &meta); v {
 	case taskstore.RunIt:
 	case taskstore.GiveUp:
@@ -432,7 +424,12 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 	case wr.finalState().Final():
 		// The agent settled the turn itself.
 	case ctx.Err() != nil && !errors.Is(cause, ErrCanceled) && !errors.Is(cause, ErrTimedOut):
-		// Worker shutting down: hand the task to another worker.
+		// Worker shutting down: hand the task to another worker, with
+		// what the run recorded so far (the events its writer still
+		// held: the agent was told they were written).
+		if err := wr.flush(); err != nil && !errors.Is(err, ErrTaskClosed) {
+			log.Warn("could not record the run's last events before handing the task back", "err", err)
+		}
 		log.Info("worker stopping; task handed back to the queue")
 		outcome = metrics.RunHandedBack
 		w.handMu.Lock()

@@ -17,10 +17,17 @@ import (
 
 func newID() string { return uuid.NewString() }
 
-// writer is the EventWriter of one run. It caches the task snapshot it last
-// wrote, so each event costs one append; the snapshot is stored at a final
-// or interrupted state and otherwise every storeEvery events or
-// storeInterval, since readers fold newer log events into it.
+// writer is the EventWriter of one run. It batches: an event is held
+// until the turn settles (a final or interrupted state, written at once),
+// MaxBatch events wait, or linger has passed since the first of them, and
+// the events held go to the task's log as one message. An echo run is one
+// append; a streaming agent's chunks reach streams linger later at most.
+// The run's first message claims the task (run fencing): a run that dies
+// before it wrote anything is not counted against the turn.
+//
+// A batch written after its linger that the bus refuses stays held and is
+// tried again with the next event or linger; the error reaches the agent
+// when an event that ends the turn cannot be written.
 type writer struct {
 	b       *taskstore.Store
 	taskID  string
@@ -29,76 +36,165 @@ type writer struct {
 	timeout time.Duration
 	run     string // this delivery of the work item: "<stream seq>.<delivery>"
 	replies bool   // the agent declares message replies (MessageReplier)
+	linger  time.Duration
 
 	mu         sync.Mutex
-	rec        *taskstore.TaskRecord
-	claimed    bool          // whether this run has claimed the task yet
-	decided    bool          // the run recorded an event after its claim
-	superseded bool          // a newer run of the same work claimed the task
-	unstored   int           // events appended since the last snapshot store
-	lastStored time.Time     // when the snapshot was last stored
-	final      a2a.TaskState // last state written by this run, if final
-	unnamed    int           // artifacts written without an id so far
-	busErr     error         // the last write the bus failed (not a closed task)
-	full       bool          // a write was refused by the events-per-task bound
-	act        *activation   // the extensions the run activated (extensions.go)
+	rec        *taskstore.TaskRecord // the task as the run's last append left it
+	held       []*a2a.StreamResponse // events not appended yet
+	timer      *time.Timer           // flushes held after linger
+	state      a2a.TaskState         // the task's state after held
+	claimed    bool                  // the run's claim is held or written
+	undecided  bool                  // that claim leaves the turn open to a message reply
+	written    bool                  // an append of this run succeeded (its claim is in the log)
+	decided    bool                  // the run recorded an event after its claim
+	superseded bool                  // a newer run of the same work claimed the task
+	final      a2a.TaskState         // last state written by this run, if final
+	unnamed    int                   // artifacts written without an id so far
+	busErr     error                 // the last write the bus failed (not a closed task)
+	closed     bool                  // the task was closed (ended by someone else)
+	full       bool                  // a write was refused by the events-per-task bound
+	act        *activation           // the extensions the run activated (extensions.go)
 }
+
+// defaultLinger is how long a run's first held event waits for more.
+const defaultLinger = 2 * time.Millisecond
 
 func (w *writer) update(ev *a2a.StreamResponse) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.final.Final() {
+	if w.final.Final() || w.closed || w.superseded {
 		return ErrTaskClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
-	defer cancel()
-	final := ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
-	if final && w.full {
+	ends := ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
+	if ends && w.full {
 		// Some of the agent's output was refused: whatever the agent
 		// meant to end with, the task did not get all of it.
+		w.held = nil
 		ev = w.statusEvent(a2a.StateFailed, fmt.Sprintf(
 			"the task reached the mesh's limit of %d events per task; the agent's later output was not recorded",
 			w.b.Config().MaxTaskEvents))
 	}
-	store := final || w.unstored+1 >= storeEvery || time.Since(w.lastStored) >= storeInterval
-	activated := w.act.list()
-	rec, _, err := w.b.AppendTask(ctx, w.taskID, w.rec, func(cur *taskstore.TaskRecord) (*a2a.StreamResponse, error) {
-		return withExtensions(ev, activated, cur.Extensions), nil
-	}, taskstore.AppendOptions{Store: store, Run: w.run, Claim: !w.claimed})
-	if errors.Is(err, taskstore.ErrTerminal) || errors.Is(err, taskstore.ErrTurnSettled) {
-		w.rec = rec
-		return ErrTaskClosed
+	if len(w.held) == taskstore.MaxBatch {
+		if err := w.flushLocked(); err != nil {
+			return err
+		}
 	}
-	if errors.Is(err, taskstore.ErrSuperseded) {
-		w.superseded = true
-		return ErrTaskClosed
+	w.held = append(w.held, ev)
+	if w.claimed {
+		w.decided = true // every event after the claim decides the turn
 	}
-	if err != nil {
-		w.rec = nil // reload next time
-		w.busErr = err
-		w.full = w.full || errors.Is(err, taskstore.ErrTaskLogFull)
-		return err
-	}
-	w.rec = rec
-	w.decided = w.claimed // every event after the claim decides the turn
 	w.claimed = true
-	w.busErr = nil
-	if store {
-		w.unstored, w.lastStored = 0, time.Now()
-	} else {
-		w.unstored++
+	if ev.StatusUpdate != nil {
+		w.state = ev.StatusUpdate.Status.State
 	}
-	if final {
-		w.final = ev.StatusUpdate.Status.State
+	if ends || len(w.held) == taskstore.MaxBatch || w.linger <= 0 {
+		return w.flushLocked()
+	}
+	if w.timer == nil {
+		w.timer = time.AfterFunc(w.linger, w.flushLingered)
+	} else if len(w.held) == 1 {
+		w.timer.Reset(w.linger)
 	}
 	return nil
 }
 
-// How often a run stores the task snapshot between final states.
-const (
-	storeEvery    = 32
-	storeInterval = 500 * time.Millisecond
-)
+// flushLingered writes the held events once their linger is over.
+func (w *writer) flushLingered() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.held) == 0 || w.closed || w.superseded {
+		return
+	}
+	if err := w.flushLocked(); err != nil && w.busErr != nil && len(w.held) > 0 {
+		w.timer.Reset(50 * time.Millisecond) // the bus failed: again, a little later
+	}
+}
+
+// flush writes the events held, if any.
+func (w *writer) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.held) == 0 {
+		return nil
+	}
+	return w.flushLocked()
+}
+
+// flushLocked appends the held events as one message. A batch the bus
+// refuses as too large is written in halves. A run whose first batch is
+// refused for another reason writes its claim alone before it gives up, so
+// that a run the bus refuses only part of (an event over the bus's size
+// limit, say) is still counted against the turn.
+func (w *writer) flushLocked() error {
+	held := w.held
+	err := w.appendHeld(held)
+	switch {
+	case err == nil || len(held) < 2 || w.closed || w.superseded || w.full:
+	case taskstore.IsTooLarge(err):
+		half := len(held) / 2
+		if err = w.appendHeld(held[:half]); err == nil {
+			err = w.appendHeld(held[half:])
+		}
+	case !w.written:
+		if err2 := w.appendHeld(held[:1]); err2 == nil {
+			err = w.appendHeld(held[1:])
+		}
+	}
+	if err == nil {
+		w.held = nil
+	}
+	return err
+}
+
+// appendHeld appends evs, some of the events held, as one message.
+func (w *writer) appendHeld(evs []*a2a.StreamResponse) error {
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	defer cancel()
+	activated := w.act.list()
+	rec, _, err := w.b.AppendEvents(ctx, w.taskID, w.rec, func(cur *taskstore.TaskRecord) ([]*a2a.StreamResponse, error) {
+		out := make([]*a2a.StreamResponse, len(evs))
+		recorded := cur.Extensions
+		for i, ev := range evs {
+			out[i] = withExtensions(ev, activated, recorded)
+			if exts, ok := taskstore.EventExtensions(out[i]); ok {
+				recorded = exts
+			}
+		}
+		return out, nil
+	}, taskstore.AppendOptions{Run: w.run, Claim: !w.written})
+	switch {
+	case errors.Is(err, taskstore.ErrTerminal) || errors.Is(err, taskstore.ErrTurnSettled):
+		w.rec, w.held, w.closed = rec, nil, true
+		return ErrTaskClosed
+	case errors.Is(err, taskstore.ErrSuperseded):
+		w.held, w.superseded = nil, true
+		return ErrTaskClosed
+	case errors.Is(err, taskstore.ErrTaskLogFull):
+		w.held, w.full, w.busErr = nil, true, err
+		return err
+	case err != nil:
+		w.rec = nil // read again next time
+		w.busErr = err
+		return err
+	}
+	w.rec, w.written, w.busErr = rec, true, nil
+	if st := rec.Task.Status.State; st.Final() {
+		w.final = st
+	}
+	return nil
+}
+
+// stop ends the run's writes: events still held are dropped (a run that
+// ended without settling its turn hands it to the next run) and a linger
+// in flight has finished.
+func (w *writer) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed, w.held = true, nil
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
 
 func (w *writer) status(state a2a.TaskState, text string) error {
 	return w.update(w.statusEvent(state, text))
@@ -181,11 +277,12 @@ func (w *writer) Event(ev *a2a.StreamResponse) error {
 	return nil
 }
 
-// isWorking reports whether the task is known to be working.
+// isWorking reports whether the task is known to be working (with the
+// events held).
 func (w *writer) isWorking() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.rec != nil && w.rec.Task.Status.State == a2a.StateWorking
+	return w.state == a2a.StateWorking
 }
 
 // ownMessage returns a copy of m as a message of this task from the agent.

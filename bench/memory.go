@@ -146,7 +146,7 @@ type MemoryLevel struct {
 	// the completed ones; Fill is the load run of this level.
 	Sent, Tasks int64
 	Fill        Result
-	// Retained is the snapshots the task bucket holds (one per retained
+	// Retained is the task logs the events stream holds (one per retained
 	// task); Settled how long the trimmer took after the load to bring
 	// them to 90% of MaxTasks (or Settle, when it did not).
 	Retained uint64
@@ -191,7 +191,7 @@ type MemoryResult struct {
 }
 
 // memStreams are the streams a level reports, in order.
-var memStreams = []string{"A2A_EVENTS", "KV_A2A_TASKS", "A2A_INDEX", "A2A_WORK", "KV_A2A_PUSH"}
+var memStreams = []string{"A2A_EVENTS", "A2A_INDEX", "A2A_WORK", "KV_A2A_PUSH"}
 
 // memProc is a process of the mesh under measurement.
 type memProc struct {
@@ -363,8 +363,8 @@ func RunMemory(ctx context.Context, o MemoryOptions) (MemoryResult, error) {
 		t0 := time.Now()
 		low := uint64(max(0, o.MaxTasks-max(1, o.MaxTasks/10)))
 		for i := 0; i < 100_000; i++ {
-			st := streamState(ctx, js, "KV_A2A_TASKS")
-			if st.Msgs <= low || time.Since(t0) >= o.Settle || ctx.Err() != nil {
+			st := streamState(ctx, js, "A2A_EVENTS")
+			if uint64(st.Subjects) <= low || time.Since(t0) >= o.Settle || ctx.Err() != nil {
 				break
 			}
 			sleepCtx(ctx, 250*time.Millisecond)
@@ -397,7 +397,7 @@ func RunMemory(ctx context.Context, o MemoryOptions) (MemoryResult, error) {
 		for _, name := range memStreams {
 			lv.Streams = append(lv.Streams, streamState(ctx, js, name))
 		}
-		lv.Retained = lv.Stream("KV_A2A_TASKS").Msgs
+		lv.Retained = uint64(lv.Stream("A2A_EVENTS").Subjects) // one log per task
 		lv.DataDir, lv.DataFiles = diskUse(m.dataDir)
 		res.Levels = append(res.Levels, lv)
 		if o.Measured != nil {

@@ -65,7 +65,7 @@ func TestBenchMemory(t *testing.T) {
 
 	var out bytes.Buffer
 	PrintMemory(&out, res, time.Second)
-	for _, want := range []string{"| 200 | nats |", "| 200 | edge |", "| 200 | worker |", "memory per retained task", "KV_A2A_TASKS"} {
+	for _, want := range []string{"| 200 | nats |", "| 200 | edge |", "| 200 | worker |", "memory per retained task", "A2A_EVENTS"} {
 		require.Contains(t, out.String(), want)
 	}
 }

@@ -49,7 +49,8 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 		have.MaxAge == want.MaxAge &&
 		have.Storage == want.Storage &&
 		max(have.Replicas, 1) == max(want.Replicas, 1) &&
-		have.AllowDirect == want.AllowDirect
+		have.AllowDirect == want.AllowDirect &&
+		have.Compression == want.Compression
 }
 
 // EnsureKV opens the bucket, creating it, or updating it only when its

@@ -31,6 +31,10 @@ type WorkItem struct {
 	Extensions []string `json:"extensions,omitempty"`
 	Owner      string   `json:"owner,omitempty"`
 	Enqueued   string   `json:"enqueued"`
+	// Task is the task as the enqueuer left it, in its store's encoding
+	// (opaque here): a worker's first delivery runs from it without a
+	// read, since its first append is a compare-and-set on it anyway.
+	Task json.RawMessage `json:"task,omitempty"`
 }
 
 // Enqueue puts item on its agent's work queue. msgID makes the publish

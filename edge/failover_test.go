@@ -350,23 +350,22 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	require.Less(t, took, 5*time.Second, "the lost reader was replaced promptly")
 }
 
-// A task read that meets JetStream not answering (here: the task bucket's
-// stream is gone for a moment) is retried within the failover budget, so
-// the client gets its task rather than an error.
+// A task read that meets JetStream not answering (here: the task log's
+// stream has lost its quorum for a moment) is retried within the failover
+// budget, so the client gets its task rather than an error.
 func TestTaskReadRidesOutFailover(t *testing.T) {
-	f := startSingleEdge(t, Config{})
-	f.e.budget = 20 * time.Second
+	f := startFailoverEdge(t, Config{})
+	f.e.budget = 30 * time.Second
 	ctx := f.ctx
 	id := uuid.NewString()
 	w := newTestWriter(t, f.worker, id)
 	w.append(ctx, 1)
 
-	js := f.worker.Bus().JetStream()
-	require.NoError(t, js.DeleteStream(ctx, "KV_"+taskstore.BucketTasks))
+	f.loseQuorum(t, id)
 	got := make(chan *a2a.Response, 1)
 	go func() { got <- rpcCall(t, f.srv.URL+"/a2a", "GetTask", map[string]any{"id": id}) }()
 	time.Sleep(1500 * time.Millisecond)
-	clusterBus(t, f.c.Nodes[0].URL(), "admin", 1) // the bucket again (empty: the task is read from its log)
+	f.restore(t)
 	r := <-got
 	require.Nil(t, r.Error, "GetTask answered %+v", r.Error)
 	require.Contains(t, fmt.Sprint(r.Result), id)

@@ -16,7 +16,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -28,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -127,20 +125,11 @@ func notifiable(t *testing.T, b *taskstore.Store, id string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
+	events, _, err := b.TaskLog(ctx, id, 0, 1000)
 	require.NoError(t, err)
 	n := 0
-	next := uint64(1)
-	for i := 0; i < 1000; i++ {
-		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(taskstore.EventsSubject(id)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		require.NoError(t, err)
-		next = m.Sequence + 1
-		var ev a2a.StreamResponse
-		require.NoError(t, json.Unmarshal(m.Data, &ev))
-		if ev.Task == nil && (ev.Message == nil || ev.Message.Role != a2a.RoleUser) {
+	for _, e := range events {
+		if ev := e.Resp; ev.Task == nil && (ev.Message == nil || ev.Message.Role != a2a.RoleUser) {
 			n++
 		}
 	}

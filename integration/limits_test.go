@@ -157,9 +157,10 @@ func TestRetentionEvictedTaskIsNotFound(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
 	defer cancel()
-	kv, err := m.Bus().JetStream().Stream(ctx, "KV_"+taskstore.BucketTasks)
+	// A task is its log: the events stream's subjects are the tasks kept.
+	events, err := m.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
 	require.NoError(t, err)
-	info, err := kv.Info(ctx)
+	info, err := events.Info(ctx)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, info.State.Msgs, uint64(maxTasks-1), "snapshots kept")
+	assert.LessOrEqual(t, info.State.NumSubjects, uint64(maxTasks-1), "task logs kept")
 }

@@ -2,13 +2,12 @@ package push
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/taskstore"
+	"github.com/nats-io/nats.go"
 )
 
 // failStreak paces and logs a loop's failures in a row: a pause growing
@@ -155,19 +154,23 @@ func (d *Deliverer) dispatch(ctx context.Context, group []*bus.Msg) {
 		if err != nil {
 			continue
 		}
-		var ev a2a.StreamResponse
-		if json.Unmarshal(m.Data(), &ev) != nil || !pushWorthy(&ev) {
+		evs, err := taskstore.EventsOf(meta.Seq, nats.Header(m.Header()), m.Data())
+		if err != nil {
 			continue
 		}
-		seq := meta.Seq
-		for configID, from := range cfgs {
-			if seq <= from {
+		for _, ev := range evs {
+			if !pushWorthy(ev.Resp) {
 				continue
 			}
-			if err := d.kv.PublishJob(ctx, Job{TaskID: taskID, ConfigID: configID, Seq: seq}); err != nil {
-				d.log.Warn("push: could not queue a delivery; retrying the batch", "task_id", taskID, "err", err)
-				nakAll(group, time.Second)
-				return
+			for configID, from := range cfgs {
+				if ev.Seq <= from {
+					continue
+				}
+				if err := d.kv.PublishJob(ctx, Job{TaskID: taskID, ConfigID: configID, Seq: ev.Seq}); err != nil {
+					d.log.Warn("push: could not queue a delivery; retrying the batch", "task_id", taskID, "err", err)
+					nakAll(group, time.Second)
+					return
+				}
 			}
 		}
 	}

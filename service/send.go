@@ -157,10 +157,10 @@ func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 // (submitted when no worker took it, working when one is on it): a task
 // that has not settled is a valid answer to a send, and the client polls
 // it with GetTask or follows it with SubscribeToTask. The task is not
-// touched: it stays queued and runs when a worker takes it. A task
-// created as the store filled is answered after tasks.StoreFullGrace. When the
-// client goes away first, the wait ends with its context's error, as
-// before.
+// touched: it stays queued and runs when a worker takes it. A task whose
+// worker cannot record its steps for lack of storage is answered as soon
+// as the worker says so. When the client goes away first, the wait ends
+// with its context's error, as before.
 func (s *Service) awaitSettle(ctx context.Context, c *Call, p *sendPlan) (*taskstore.TaskRecord, error) {
 	var until time.Time
 	bound := s.cfg.BlockingTimeout

@@ -278,6 +278,11 @@ func (s *Service) movedDuringScan(ctx context.Context, q taskstore.IndexQuery, t
 		ids      = map[string]bool{}
 	)
 	for i := len(moved) - 1; i >= 0; i-- {
+		if ids[moved[i].TaskID] {
+			// Its entry moved twice while the entries past top were
+			// read one at a time: the newest place stands.
+			continue
+		}
 		r, err := read(moved[i])
 		if err != nil {
 			return nil, nil, false, err

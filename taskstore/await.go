@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,14 +50,18 @@ func (w *SettleWatch) Stop() {
 }
 
 // notifySettled tells whoever waits for rec's task that it settled, with
-// the task as the append that settled it left it. A core NATS message,
+// the task as the append that settled it left it (data: rec encoded
+// without its position, which rides in a header). A core NATS message,
 // sent only once the append is stored, so it never tells of an event the
 // log refused; at most once, so a waiter that misses it loads the task.
-func (b *Store) notifySettled(rec *TaskRecord) {
-	if data, err := json.Marshal(rec); err == nil {
-		_ = b.nc.Publish(settledSubject(rec.Task.ID), data)
-	}
+func (b *Store) notifySettled(rec *TaskRecord, data []byte) {
+	m := &nats.Msg{Subject: settledSubject(rec.Task.ID), Data: data,
+		Header: nats.Header{hdrPos: []string{strconv.FormatUint(rec.LastSeq, 10)}}}
+	_ = b.nc.PublishMsg(m)
 }
+
+// hdrPos carries a settle notice's position (TaskRecord.LastSeq).
+const hdrPos = "A2a-Pos"
 
 // NoticeStoreFull tells whoever waits for task id to settle that its
 // worker could not record the task's next step because the store is full
@@ -78,6 +83,9 @@ func settled(m *nats.Msg) *TaskRecord {
 	if json.Unmarshal(m.Data, &rec) != nil || !rec.Task.Status.State.Final() {
 		return nil
 	}
+	rec.LastSeq, _ = strconv.ParseUint(m.Header.Get(hdrPos), 10, 64)
+	rec.base, rec.sinceBase = SeqOf(rec.LastSeq), 0
+	rec.indexed = indexKey(&rec)
 	return &rec
 }
 

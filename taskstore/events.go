@@ -2,7 +2,6 @@ package taskstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -37,23 +36,26 @@ func (b *Store) DispatchConsumer(ctx context.Context, maxPending int, ackWait ti
 	return bus.WrapConsumer(c), nil
 }
 
-// EventAt reads one event of a task's log by its sequence.
-func (b *Store) EventAt(ctx context.Context, taskID string, seq uint64) (*a2a.StreamResponse, error) {
-	m, err := b.events.GetMsg(ctx, seq)
+// EventAt reads the event of a task's log at position pos (Pos).
+func (b *Store) EventAt(ctx context.Context, taskID string, pos uint64) (*a2a.StreamResponse, error) {
+	m, err := b.events.GetMsg(ctx, SeqOf(pos))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, ErrTaskNotFound
 		}
-		return nil, fmt.Errorf("bus: read event %d: %w", seq, err)
+		return nil, fmt.Errorf("bus: read event %d: %w", pos, err)
 	}
 	if m.Subject != EventsSubject(taskID) {
 		return nil, ErrTaskNotFound
 	}
-	var ev a2a.StreamResponse
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		return nil, fmt.Errorf("bus: decode event %d: %w", seq, err)
+	evs, err := EventsOf(m.Sequence, m.Header, m.Data)
+	if err != nil {
+		return nil, err
 	}
-	return &ev, nil
+	if i := indexOf(pos); i < len(evs) {
+		return evs[i].Resp, nil
+	}
+	return nil, ErrTaskNotFound
 }
 
 // TaskIDOfEvent returns the task id of an events-stream subject.
@@ -64,12 +66,12 @@ func TaskIDOfEvent(subject string) (string, bool) {
 	return subject[len(subjEventsPrefix):], true
 }
 
-// EventSeqsAfter returns the sequences of a task's events after seq after,
-// at most max of them, in order.
+// EventSeqsAfter returns the positions of a task's events after position
+// after, at most max of them, in order.
 func (b *Store) EventSeqsAfter(ctx context.Context, taskID string, after uint64, max int) ([]uint64, error) {
 	subj := EventsSubject(taskID)
 	var out []uint64
-	next := after + 1
+	next := SeqOf(after)
 	for len(out) < max {
 		m, err := b.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -78,7 +80,11 @@ func (b *Store) EventSeqsAfter(ctx context.Context, taskID string, after uint64,
 		if err != nil {
 			return out, fmt.Errorf("bus: read log of %s: %w", taskID, err)
 		}
-		out = append(out, m.Sequence)
+		for i := range countOf(m.Header) {
+			if p := Pos(m.Sequence, i); p > after && len(out) < max {
+				out = append(out, p)
+			}
+		}
 		next = m.Sequence + 1
 	}
 	return out, nil

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/nats-io/nats.go"
 )
 
-// LastEventSeq returns the sequence of the last event in task id's log (0
+// LastEventSeq returns the position (Pos) of the last event in task id's log (0
 // when the log is empty or gone). A stream uses it to tell a quiet task
 // from a reader stalled by a failover (events in the log beyond the last
 // one read mean the reader is stuck, and a new one resumes after it), and
@@ -34,7 +35,8 @@ func (b *Store) LastEventSeq(ctx context.Context, id string) (uint64, error) {
 	}
 	var resp struct {
 		Message *struct {
-			Seq uint64 `json:"seq"`
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
 		} `json:"message"`
 		Error *struct {
 			Code        int    `json:"code"`
@@ -53,7 +55,13 @@ func (b *Store) LastEventSeq(ctx context.Context, id string) (uint64, error) {
 	case resp.Message == nil:
 		return 0, fmt.Errorf("bus: last event of %s: empty answer", id)
 	}
-	return resp.Message.Seq, nil
+	n := 1
+	if len(resp.Message.Hdrs) > 0 {
+		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil {
+			n = countOf(h)
+		}
+	}
+	return Pos(resp.Message.Seq, n-1), nil
 }
 
 // Tuning of the consumer that reads the log for streams (fanout.go).

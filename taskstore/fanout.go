@@ -2,7 +2,6 @@ package taskstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 )
 
@@ -271,7 +270,7 @@ func (f *feed) follow(ctx context.Context) error {
 			return fmt.Errorf("bus: event feed: delivery %d after %d: %w", meta.Sequence.Consumer, delivered, errFollowGap)
 		}
 		delivered = meta.Sequence.Consumer
-		f.dispatch(meta.Sequence.Stream, m.Subject(), m.Data())
+		f.dispatch(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data())
 	}
 }
 
@@ -307,7 +306,7 @@ func (f *feed) stalled(ctx context.Context, cons jetstream.Consumer, behindAt *u
 var errFeedStalled = errors.New("the consumer is behind and delivers nothing")
 
 // dispatch queues one event for the tails of its task.
-func (f *feed) dispatch(seq uint64, subject string, data []byte) {
+func (f *feed) dispatch(seq uint64, subject string, hdr nats.Header, data []byte) {
 	id := strings.TrimPrefix(subject, subjEventsPrefix)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -316,7 +315,7 @@ func (f *feed) dispatch(seq uint64, subject string, data []byte) {
 	}
 	f.pos = seq
 	for t := range f.tails[id] {
-		t.push(seq, data)
+		t.push(seq, hdr, data)
 	}
 }
 
@@ -329,9 +328,10 @@ type EventTail struct {
 	f        *feed
 	b        *Store
 	id       string
-	last     uint64 // the last event handed out (or the start)
+	last     uint64 // the position of the last event handed out (or the start)
 	catching bool   // reading the log before the queue
 	notify   chan struct{}
+	pend     []Event // events of a message read, not handed out yet
 
 	mu     sync.Mutex // guards what follows (taken under f.mu by dispatch)
 	q      []rawEvent
@@ -340,8 +340,10 @@ type EventTail struct {
 	closed bool
 }
 
+// rawEvent is one message of the log, as the feed received it.
 type rawEvent struct {
 	seq  uint64
+	hdr  nats.Header
 	data []byte
 }
 
@@ -352,7 +354,8 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// TailEvents starts tailing the log of task id after event afterSeq. It
+// TailEvents starts tailing the log of task id after the event at
+// position afterSeq (Pos). It
 // fails when the event feed cannot start (JetStream does not answer).
 func (b *Store) TailEvents(ctx context.Context, id string, afterSeq uint64) (*EventTail, error) {
 	f := b.acquireFeed()
@@ -381,7 +384,7 @@ func (b *Store) TailEvents(ctx context.Context, id string, afterSeq uint64) (*Ev
 }
 
 // push queues one event.
-func (t *EventTail) push(seq uint64, data []byte) {
+func (t *EventTail) push(seq uint64, hdr nats.Header, data []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || t.lost {
@@ -390,7 +393,7 @@ func (t *EventTail) push(seq uint64, data []byte) {
 	if len(t.q) >= tailMaxQueued || t.qBytes+len(data) > tailMaxBytes {
 		t.lost, t.q, t.qBytes = true, nil, 0
 	} else {
-		t.q = append(t.q, rawEvent{seq: seq, data: data})
+		t.q = append(t.q, rawEvent{seq: seq, hdr: hdr, data: data})
 		t.qBytes += len(data)
 	}
 	select {
@@ -406,7 +409,7 @@ func (t *EventTail) Following() bool { return t.f.following.Load() }
 // Ready is ready when Next may have an event: call Next then. Ask again
 // after every Next.
 func (t *EventTail) Ready() <-chan struct{} {
-	if t.catching {
+	if t.catching || len(t.pend) > 0 {
 		return closedChan
 	}
 	t.mu.Lock()
@@ -422,6 +425,9 @@ func (t *EventTail) Ready() <-chan struct{} {
 // yet). An error ends the tail: a catch-up read failed, or an event
 // cannot be decoded.
 func (t *EventTail) Next(ctx context.Context) (ev Event, ok bool, err error) {
+	if ev, ok := t.pop(); ok {
+		return ev, true, nil
+	}
 	for range 3 { // catch up, then the queue; once more if it overflowed meanwhile
 		if t.catching {
 			ev, ok, err := t.readLog(ctx)
@@ -442,11 +448,17 @@ func (t *EventTail) Next(ctx context.Context) (ev Event, ok bool, err error) {
 			t.q[0] = rawEvent{}
 			t.q = t.q[1:]
 			t.qBytes -= len(r.data)
-			if r.seq <= t.last {
+			if Pos(r.seq, MaxBatch-1) <= t.last {
 				continue // the catch-up gave it
 			}
 			t.mu.Unlock()
-			return t.decode(r.seq, r.data)
+			if err := t.fill(r.seq, r.hdr, r.data); err != nil {
+				return Event{}, false, err
+			}
+			if ev, ok := t.pop(); ok {
+				return ev, true, nil
+			}
+			t.mu.Lock()
 		}
 		t.q = nil // let the array go
 		t.mu.Unlock()
@@ -456,27 +468,58 @@ func (t *EventTail) Next(ctx context.Context) (ev Event, ok bool, err error) {
 }
 
 // readLog reads the task's first event after the last one handed out
-// (a leader read on a replicated layout).
+// (a leader read on a replicated layout): from the message holding the
+// last one, or the next.
 func (t *EventTail) readLog(ctx context.Context) (Event, bool, error) {
-	rctx, cancel := context.WithTimeout(ctx, tailRead)
-	m, err := t.b.events.GetMsg(rctx, t.last+1, jetstream.WithGetMsgSubject(EventsSubject(t.id)))
-	cancel()
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return Event{}, false, nil
+	from := max(SeqOf(t.last), 1)
+	for range 2 {
+		rctx, cancel := context.WithTimeout(ctx, tailRead)
+		m, err := t.b.events.GetMsg(rctx, from, jetstream.WithGetMsgSubject(EventsSubject(t.id)))
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return Event{}, false, nil
+		}
+		if err != nil {
+			return Event{}, false, fmt.Errorf("bus: read log of %s: %w", t.id, err)
+		}
+		if err := t.fill(m.Sequence, m.Header, m.Data); err != nil {
+			return Event{}, false, err
+		}
+		if ev, ok := t.pop(); ok {
+			return ev, true, nil
+		}
+		from = m.Sequence + 1
 	}
-	if err != nil {
-		return Event{}, false, fmt.Errorf("bus: read log of %s: %w", t.id, err)
-	}
-	return t.decode(m.Sequence, m.Data)
+	return Event{}, false, nil
 }
 
-func (t *EventTail) decode(seq uint64, data []byte) (Event, bool, error) {
-	var resp a2a.StreamResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return Event{}, false, fmt.Errorf("bus: decode event %d: %w", seq, err)
+// fill decodes a message of the log into the events after the last one
+// handed out.
+func (t *EventTail) fill(seq uint64, hdr nats.Header, data []byte) error {
+	evs, err := EventsOf(seq, hdr, data)
+	if err != nil {
+		return fmt.Errorf("bus: decode events of message %d: %w", seq, err)
 	}
-	t.last = seq
-	return Event{Seq: seq, Resp: &resp}, true, nil
+	for _, ev := range evs {
+		if ev.Seq > t.last {
+			t.pend = append(t.pend, ev)
+		}
+	}
+	return nil
+}
+
+// pop hands out the next decoded event.
+func (t *EventTail) pop() (Event, bool) {
+	if len(t.pend) == 0 {
+		return Event{}, false
+	}
+	ev := t.pend[0]
+	t.pend = t.pend[1:]
+	if len(t.pend) == 0 {
+		t.pend = nil
+	}
+	t.last = ev.Seq
+	return ev, true
 }
 
 // Close stops the tail (at once).

@@ -544,72 +544,33 @@ func (b *Store) indexConsumer(ctx context.Context, filter string, start uint64, 
 	return nil
 }
 
-// ReadTask reads task id as a listing shows it: its stored snapshot, with
-// the log's newer events folded in when it is not final (workers store
-// running tasks' snapshots only now and then). Nothing is stored.
-func (b *Store) ReadTask(ctx context.Context, id string) (*TaskRecord, error) {
-	rec, err := b.getStored(ctx, id)
-	if errors.Is(err, ErrTaskNotFound) && bus.ValidToken(id) {
-		return b.LoadTask(ctx, id) // the creator may have died before storing
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !rec.Task.Status.State.Final() {
-		rec = b.refresh(ctx, rec)
-	}
-	return rec, nil
-}
-
-// backfillIndex writes the entries of a store that has tasks but no index
-// (a mesh upgraded from a release without one): once, by scanning the
-// task bucket. Several processes doing it at once write the same entries.
-// An entry racing a live write may come out behind its task, which
-// readers allow for (an entry is a hint), and the task's next status
-// change sets it right.
-func (b *Store) backfillIndex(ctx context.Context) (int, error) {
-	ii, err := b.indexStream.Info(ctx)
-	if err != nil || ii.State.LastSeq > 0 {
-		return 0, err
-	}
-	ks, err := b.js.Stream(ctx, kvStreamName)
-	if err != nil || ks.CachedInfo().State.Msgs == 0 {
-		return 0, err
-	}
-	n := 0
-	_, err = b.ListTasks(ctx, func(r *TaskRecord) bool {
-		r.indexed = ""
-		b.index(ctx, r)
-		n++
-		return false
+// ListTasks returns every task the index names that keep accepts, read
+// whole: for the mesh's upkeep and tests, never a caller's page (which
+// ScanIndex serves).
+func (b *Store) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*TaskRecord, error) {
+	var out []*TaskRecord
+	seen := map[string]bool{}
+	var ferr error
+	err := b.ReadIndex(ctx, IndexQuery{AnyOwner: true}, time.Time{}, func(e IndexEntry) bool {
+		if seen[e.TaskID] {
+			return true
+		}
+		seen[e.TaskID] = true
+		r, err := b.LoadTask(ctx, e.TaskID)
+		if errors.Is(err, ErrTaskNotFound) {
+			return true
+		}
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if keep(r) {
+			out = append(out, r)
+		}
+		return true
 	})
-	return n, err
-}
-
-// creationRecord is the task a log's creation event m records, with its
-// agent and owner: enough to name its index entry (nil when m is not a
-// creation).
-func creationRecord(m *jetstream.RawStreamMsg) *TaskRecord {
-	var ev a2a.StreamResponse
-	if json.Unmarshal(m.Data, &ev) != nil || ev.Task == nil {
-		return nil
+	if err == nil {
+		err = ferr
 	}
-	rec := &TaskRecord{Task: *ev.Task, Agent: m.Header.Get(hdrAgent), Owner: m.Header.Get(hdrOwner)}
-	if !bus.ValidToken(rec.Agent) || !bus.ValidToken(rec.Task.ID) {
-		return nil
-	}
-	return rec
-}
-
-// indexEntryTime is when rec's index entry was written (zero: it has none).
-func (b *Store) indexEntryTime(ctx context.Context, rec *TaskRecord) (time.Time, error) {
-	e, err := b.indexStream.GetLastMsgForSubject(ctx, indexSubject(rec))
-	switch {
-	case err == nil:
-		return e.Time, nil
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return time.Time{}, nil
-	default:
-		return time.Time{}, err
-	}
+	return out, err
 }

@@ -133,38 +133,13 @@ func TestTrimRemovesIndexEntries(t *testing.T) {
 	}
 	_, err := b.Trim(ctx)
 	require.NoError(t, err)
-	kv, err := b.tasks.Status(ctx)
+	info, err := b.events.Info(ctx)
 	require.NoError(t, err)
 	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
 	require.NoError(t, err)
-	assert.Equal(t, int(kv.Values()), n, "one entry per task kept")
+	assert.Equal(t, int(info.State.NumSubjects), n, "one entry per task kept")
+	assert.Equal(t, 18, n, "trimmed to 90%% of MaxTasks")
 	assert.Less(t, n, 25)
-}
-
-// A store written before the index existed gets its entries once.
-func TestIndexBackfilledForAnOlderStore(t *testing.T) {
-	b := openTestStore(t, bus.Config{})
-	ctx := context.Background()
-	for i := 0; i < 5; i++ {
-		_, err := b.CreateTask(ctx, newRecord(fmt.Sprintf("old%d", i)))
-		require.NoError(t, err)
-	}
-	require.NoError(t, b.indexStream.Purge(ctx)) // as if they predate the index
-	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
-	require.NoError(t, err)
-	require.Zero(t, n)
-	// The purge leaves the stream's last sequence: start from a new one.
-	require.NoError(t, b.js.DeleteStream(ctx, StreamIndex))
-	require.NoError(t, b.ensure(ctx))
-	done, err := b.backfillIndex(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 5, done)
-	n, err = b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
-	require.NoError(t, err)
-	assert.Equal(t, 5, n)
-	done, err = b.backfillIndex(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, done, "only once")
 }
 
 // BenchmarkIndexPage times the first page (51 entries, as ListTasks reads
@@ -290,4 +265,26 @@ func TestIndexKeepsOwnersApart(t *testing.T) {
 			assert.Equal(t, len(ids), n, "%+v: totalSize counts the owner's tasks only", q)
 		}
 	}
+}
+
+// A creation that loses its compare-and-set (a retried send whose first
+// attempt created the task, under a context of its own) writes no index
+// entry: an entry under the losing attempt's context would list the task
+// twice.
+func TestLostCreationWritesNoIndexEntry(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx := context.Background()
+	_, err := b.CreateTask(ctx, newRecord("c1"))
+	require.NoError(t, err)
+	again := newRecord("c1")
+	again.Task.ContextID = "another context"
+	_, err = b.CreateTask(ctx, again)
+	require.ErrorIs(t, err, ErrTaskExists)
+	time.Sleep(50 * time.Millisecond) // an asynchronous entry would have landed
+	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "one entry for the one task")
+	n, err = b.countFilter(ctx, IndexQuery{Owner: "alice", ContextID: "another context"}.filter())
+	require.NoError(t, err)
+	assert.Zero(t, n, "none under the losing attempt's context")
 }

@@ -223,11 +223,11 @@ func TestAppendRefusesWhatTheRulesRefuse(t *testing.T) {
 	}
 	_, _, err = b.AppendTask(ctx, "m1", rec, status(a2a.StateSubmitted), AppendOptions{Run: "1.1", Claim: true})
 	require.ErrorIs(t, err, ErrIllegalTransition, "a status never goes back to submitted")
-	rec, _, err = b.AppendTask(ctx, "m1", nil, status(a2a.StateInputRequired), AppendOptions{Run: "1.1", Claim: true, Store: true})
+	rec, _, err = b.AppendTask(ctx, "m1", nil, status(a2a.StateInputRequired), AppendOptions{Run: "1.1", Claim: true})
 	require.NoError(t, err)
 	_, _, err = b.AppendTask(ctx, "m1", rec, status(a2a.StateWorking), AppendOptions{Run: "2.1", Claim: true})
 	require.ErrorIs(t, err, ErrTurnSettled, "a redelivered run may not claim a settled turn")
-	rec, _, err = b.AppendTask(ctx, "m1", rec, status(a2a.StateCanceled), AppendOptions{Store: true})
+	rec, _, err = b.AppendTask(ctx, "m1", rec, status(a2a.StateCanceled), AppendOptions{})
 	require.NoError(t, err, "a caller cancels a task waiting for input")
 	_, _, err = b.AppendTask(ctx, "m1", rec, status(a2a.StateCompleted), AppendOptions{Run: "1.1"})
 	require.True(t, errors.Is(err, ErrTerminal))

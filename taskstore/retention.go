@@ -2,16 +2,15 @@ package taskstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -84,36 +83,9 @@ const (
 	trimCheck = 1024
 )
 
-// orphanGrace is how old a log without a snapshot (and its index entry)
-// must be before it is swept: a creator stores the snapshot right after
-// the first event, retrying it through a failover for at most
-// bus.FailoverBudget.
-var orphanGrace atomic.Int64
-
-func init() { orphanGrace.Store(int64(2 * bus.FailoverBudget)) }
-
-// kvStreamName is the stream underlying the task bucket.
-const kvStreamName = "KV_" + BucketTasks
-
 // lowWater is the level trimming brings a bound down to: 90%, and at
 // least one below the bound.
 func lowWater(limit int64) uint64 { return uint64(max(0, limit-max(1, limit/10))) }
-
-// applyTaskLimits sets the count bound on the snapshot bucket's stream,
-// which the KV API does not expose.
-func (b *Store) applyTaskLimits(ctx context.Context) error {
-	s, err := b.js.Stream(ctx, kvStreamName)
-	if err != nil {
-		return err
-	}
-	cfg := s.CachedInfo().Config
-	if cfg.MaxMsgs == b.cfg.MaxTasks && cfg.Discard == jetstream.DiscardOld {
-		return nil
-	}
-	cfg.MaxMsgs, cfg.Discard = b.cfg.MaxTasks, jetstream.DiscardOld
-	_, err = b.js.UpdateStream(ctx, cfg)
-	return err
-}
 
 // taskEventsReserve is how many places at the end of a task's log only
 // events ending a turn may take: enough for an interrupted status, then a
@@ -188,6 +160,14 @@ func IsStorageFull(err error) bool {
 	return false
 }
 
+// IsTooLarge reports an append refused for its size (the log's
+// max_msg_size, or the server's max_payload).
+func IsTooLarge(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+}
+
 // IsTaskLogFull reports an append refused because the task's log holds
 // Config.MaxTaskEvents events.
 func IsTaskLogFull(err error) bool {
@@ -201,10 +181,6 @@ func IsTaskLogFull(err error) bool {
 // components; running it in several processes at once is safe, and only
 // one of them trims at a time (the "trim" lease).
 func (b *Store) Run(ctx context.Context) error {
-	// A failed backfill is not fatal: the tasks are whole, ListTasks
-	// misses the older ones until they change, and the next start tries
-	// again.
-	_, _ = b.backfillIndex(ctx)
 	t := time.NewTimer(trimEvery)
 	defer t.Stop()
 	var (
@@ -279,11 +255,11 @@ func (p *trimPace) next(st trimState, maxTasks int64) time.Duration {
 	return min(trimEvery, max(trimSoon, time.Duration(room/rate/4*float64(time.Second))))
 }
 
-// Trim enforces the count bounds once: while the snapshots or the events
-// are over 90% of their bound, it evicts the least recently changed tasks
-// whole; it sweeps orphaned logs when there are any. It returns how many
-// tasks (and orphaned logs) it removed. Every process opening the bus runs
-// it every few seconds (Run); running it from several at once is safe.
+// Trim enforces the count bounds once: while the log holds more than 90%
+// of MaxTasks tasks or of MaxEvents messages, it evicts the least recently
+// changed tasks whole. It returns how many tasks it removed. Every process
+// opening the store runs it every few seconds (Run); running it from
+// several at once is safe.
 func (b *Store) Trim(ctx context.Context) (int, error) {
 	st, err := b.trim(ctx, nil)
 	return st.removed, err
@@ -291,45 +267,38 @@ func (b *Store) Trim(ctx context.Context) (int, error) {
 
 // trim is Trim; renew, when not nil, is called between batches and ends
 // the pass when it reports the lease lost.
+//
+// The log's front is where the least recently changed tasks are: a
+// message there that is its task's last one (one get of its subject's
+// last message) marks a task nothing has changed since, which goes whole
+// (one purge of its subject, below that message, so an append racing the
+// eviction fails its compare-and-set and finds the task gone). A message
+// of a task that changed later is passed over. The front is read a batch
+// at a time through one consumer, and a batch's messages are judged
+// several at once.
 func (b *Store) trim(ctx context.Context, renew func() bool) (trimState, error) {
 	var st trimState
-	kvs, err := b.js.Stream(ctx, kvStreamName)
-	if err != nil {
-		return st, err
-	}
 	taskLow, eventLow := lowWater(b.cfg.MaxTasks), lowWater(b.cfg.MaxEvents)
-	// over reads both levels; snaps is the number of snapshots held and
-	// first the sequence of the oldest; logs is the number of logs.
-	over := func() (tasks, events bool, snaps, first, logs uint64, err error) {
-		ki, err := kvs.Info(ctx)
-		if err != nil {
-			return false, false, 0, 0, 0, err
-		}
+	// need reads the levels: how many tasks (or messages) are over the
+	// marks, and where the log starts.
+	need := func() (int, uint64, error) {
 		ei, err := b.events.Info(ctx)
 		if err != nil {
-			return false, false, 0, 0, 0, err
+			return 0, 0, err
 		}
-		st.snaps = ki.State.Msgs
-		return ki.State.Msgs > taskLow, ei.State.Msgs > eventLow, ki.State.Msgs, ki.State.FirstSeq, uint64(ei.State.NumSubjects), nil
+		st.snaps = uint64(ei.State.NumSubjects)
+		n := 0
+		if tasks := uint64(ei.State.NumSubjects); tasks > taskLow {
+			n = int(tasks - taskLow)
+		}
+		if ei.State.Msgs > eventLow {
+			n = max(n, int(ei.State.Msgs-eventLow))
+		}
+		return n, ei.State.FirstSeq, nil
 	}
-	tasksOver, eventsOver, snaps, _, logs, err := over()
-	if err != nil {
+	n, first, err := need()
+	if err != nil || n == 0 {
 		return st, err
-	}
-	// Logs the bucket's own bound orphaned (it drops the oldest snapshots
-	// when tasks come faster than passes), or whose creator died before
-	// storing the snapshot, go too, a bounded number a pass, whenever
-	// there are more logs than snapshots.
-	slack := uint64(max(1, min(orphanSlack, b.cfg.MaxTasks/100)))
-	if eventsOver || logs > snaps+slack {
-		n, err := b.sweepOrphans(ctx)
-		st.removed += n
-		if err != nil {
-			return st, err
-		}
-	}
-	if !tasksOver && !eventsOver {
-		return st, nil
 	}
 	// Push configs of an evicted task go with it (the bucket exists only
 	// where push is on).
@@ -345,81 +314,49 @@ func (b *Store) trim(ctx context.Context, renew func() bool) (trimState, error) 
 		// out; an evicted task's config is never read.)
 		push = nil
 	}
-	repaired := map[string]bool{}
-	// The levels are read again once the tasks over the snapshots'
-	// low-water mark are evicted (or after trimCheck evictions, or when
-	// the oldest snapshots run out), not before each eviction, which is
-	// several requests already; over the events' mark, whose tasks hold
-	// any number of events, before each.
-	var first uint64
-	left := 0
-	for i := 0; i < trimBatch; i++ {
-		if left <= 0 {
-			tasksOver, eventsOver, snaps, oldest, logs, err := over()
-			if err != nil || !tasksOver && !eventsOver || snaps == 0 {
-				// (No snapshot left: the events are live or young orphans.)
-				return st, err
-			}
-			if i > 0 && renew != nil && !renew() {
-				return st, nil // another process trims now
-			}
-			// Still over the mark after a batch: the bucket's bound may
-			// be dropping snapshots under this pass, so their logs go
-			// too as they come of age, not only at the next pass.
-			if i > 0 && logs > snaps+slack {
-				n, err := b.sweepOrphans(ctx)
-				st.removed += n
-				if err != nil {
-					return st, err
-				}
-			}
-			first, left = max(first, oldest), 1
-			if tasksOver && !eventsOver {
-				left = int(min(snaps-taskLow, trimCheck))
+	for read := 0; read < trimBatch; {
+		// A task is a message or two of the front: read twice what is
+		// needed, at most trimCheck, before looking at the levels again.
+		batch, err := b.readFront(ctx, StreamEvents, first, min(trimCheck, 2*n+16))
+		if err != nil || len(batch) == 0 {
+			return st, err
+		}
+		read += len(batch)
+		// Which of them are their task's last message is read several at
+		// once; the first n of those, in the log's order, go.
+		last := make([]bool, len(batch))
+		if _, err := inParallel(indexed(batch), func(i int) (bool, error) {
+			ok, err := b.isLast(ctx, batch[i])
+			last[i] = ok
+			return ok, err
+		}); err != nil {
+			return st, err
+		}
+		// The next batch starts at the first task this one kept that was
+		// among the least recent (more of them than were needed now), so
+		// that a pass under load goes on in order and never walks up to
+		// the tasks in flight; else after this batch.
+		var victims []int
+		first = batch[len(batch)-1].Sequence + 1
+		for i := range batch {
+			switch {
+			case !last[i]:
+			case len(victims) < n:
+				victims = append(victims, i)
+			default:
+				first = min(first, batch[i].Sequence)
 			}
 		}
-		if left > 1 {
-			// Over the snapshots' mark only: the next left oldest
-			// snapshots go, several at once (each eviction is a few
-			// requests; one after another they fell far behind the
-			// tasks a loaded mesh creates).
-			batch, err := b.readFront(ctx, kvStreamName, first, left)
-			if err != nil {
-				return st, err
-			}
-			if len(batch) > 0 {
-				first = batch[len(batch)-1].Sequence + 1
-			}
-			n, err := b.evictAll(ctx, kvs, push, batch, repaired)
-			st.removed += n
-			if err != nil {
-				return st, err
-			}
-			i += len(batch)
-			left = 0
-			continue
-		}
-		// The stream holds snapshots only: the first message at or after
-		// first under ">" (nats-server answers ">" without walking the
-		// stream's subjects, which any narrower filter makes it do for
-		// each read: O(retained tasks) per eviction).
-		m, err := kvs.GetMsg(ctx, first, jetstream.WithGetMsgSubject(">"))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			first, left = 0, 0 // evicted by another process meanwhile: look again
-			continue
-		}
+		removed, err := inParallel(victims, func(i int) (bool, error) { return b.evict(ctx, push, batch[i]) })
+		st.removed += removed
 		if err != nil {
 			return st, err
 		}
-		first = m.Sequence + 1
-		id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
-		evicted, err := b.evict(ctx, kvs, push, id, m, repaired)
-		if err != nil {
-			return st, err
+		if renew != nil && !renew() {
+			return st, nil // another process trims now
 		}
-		if evicted {
-			st.removed++
-			left--
+		if n, _, err = need(); err != nil || n == 0 {
+			return st, err
 		}
 	}
 	return st, nil
@@ -475,117 +412,61 @@ func (b *Store) readFront(ctx context.Context, stream string, first uint64, n in
 // evictParallel bounds the evictions Trim runs at once.
 const evictParallel = 32
 
-// evictAll evicts the tasks of the oldest snapshots batch, evictParallel
-// at a time, and returns how many it removed and the first error.
-func (b *Store) evictAll(ctx context.Context, kvs, push jetstream.Stream, batch []*jetstream.RawStreamMsg, repaired map[string]bool) (int, error) {
-	var mu sync.Mutex // guards repaired
-	removed, firstErr := inParallel(batch, func(m *jetstream.RawStreamMsg) (bool, error) {
-		id := strings.TrimPrefix(m.Subject, snapshotSubject(""))
-		mu.Lock()
-		seen := map[string]bool{id: repaired[id]}
-		mu.Unlock()
-		evicted, err := b.evictLog(ctx, push, id, m, seen)
-		mu.Lock()
-		repaired[id] = repaired[id] || seen[id]
-		mu.Unlock()
-		return evicted, err
-	})
-	if firstErr != nil || len(batch) == 0 {
-		return removed, firstErr
+// isLast reports whether log message m is its task's last message.
+func (b *Store) isLast(ctx context.Context, m *jetstream.RawStreamMsg) (bool, error) {
+	last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil // evicted meanwhile
 	}
-	// The batch is every snapshot from the first one read up to the last,
-	// and their logs are gone: one purge of the bucket's stream below the
-	// last takes all their snapshots. A snapshot stored since (a writer
-	// racing the eviction, a repair) has a later sequence and stays.
-	err := kvs.Purge(ctx, jetstream.WithPurgeSequence(batch[len(batch)-1].Sequence+1))
-	return removed, err
-}
-
-// evict removes task id, whose snapshot m is the oldest, log first. A
-// snapshot behind its log (a writer died between the two) is brought up to
-// date instead, which moves it to the back; evict takes it if it comes
-// round again in the same pass.
-func (b *Store) evict(ctx context.Context, kvs, push jetstream.Stream, id string, m *jetstream.RawStreamMsg, repaired map[string]bool) (bool, error) {
-	evicted, err := b.evictLog(ctx, push, id, m, repaired)
-	if !evicted || err != nil {
+	if err != nil {
 		return false, err
 	}
-	// Only the snapshot judged here: one stored since (a writer racing the
-	// eviction) stays, and reads consistently without the log.
-	err = kvs.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1))
-	return err == nil, err
+	return last.Sequence == m.Sequence, nil
 }
 
-// evictLog is evict up to the snapshot: the log, push configs and index
-// entry of task id go, or its snapshot is repaired (false).
-func (b *Store) evictLog(ctx context.Context, push jetstream.Stream, id string, m *jetstream.RawStreamMsg, repaired map[string]bool) (bool, error) {
-	var rec TaskRecord
-	_ = json.Unmarshal(m.Data, &rec) // undecodable: LastSeq 0, evicted
-	// A task that ended takes no more events: its snapshot is its log's
-	// last word, and there is nothing to repair.
-	if !repaired[id] && bus.ValidToken(id) && !rec.Task.Status.State.Terminal() {
-		last, err := b.events.GetLastMsgForSubject(ctx, EventsSubject(id))
-		if err == nil && last.Sequence > rec.LastSeq {
-			repaired[id] = true
-			if _, err := b.LoadTask(ctx, id); err == nil {
-				return false, nil
-			}
-		}
+// evict removes the task whose last log message is m: its log (below m's
+// successor, so an append racing the eviction fails its compare-and-set
+// and finds the task gone), push configs and index entry.
+func (b *Store) evict(ctx context.Context, push jetstream.Stream, m *jetstream.RawStreamMsg) (bool, error) {
+	id, ok := TaskIDOfEvent(m.Subject)
+	if !ok {
+		return false, nil
 	}
-	if bus.ValidToken(id) {
-		if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(EventsSubject(id))); err != nil {
-			return false, err
-		}
-		if push != nil {
-			if err := push.Purge(ctx, jetstream.WithPurgeSubject("$KV."+bus.BucketPush+"."+id+".>")); err != nil {
-				return false, err
-			}
-		}
+	// What its index entry is named by: the task as the log holds it.
+	var rec *TaskRecord
+	if lm, err := decodeRaw(m); err == nil && lm.snap != nil {
+		rec = lm.snap
+	} else if r, err := b.readTask(ctx, id); err == nil {
+		rec = r
 	}
-	if err := b.removeIndex(ctx, &rec); err != nil {
+	if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1)); err != nil {
 		return false, err
+	}
+	if push != nil {
+		if err := push.Purge(ctx, jetstream.WithPurgeSubject("$KV."+bus.BucketPush+"."+id+".>")); err != nil {
+			return true, err
+		}
+	}
+	if rec != nil {
+		if err := b.removeIndex(ctx, rec); err != nil {
+			return true, err
+		}
 	}
 	return true, nil
 }
 
-// sweepOrphans removes logs at the front of the events stream whose task
-// has no snapshot (the bucket dropped it at its bound, or its creator died
-// before storing it) and that nobody has written to for orphanGrace, with
-// their index entries. A log whose index entry is younger than that (its
-// snapshot is being stored), or whose task has not ended and has its work
-// queued (its snapshot was refused for lack of storage), is kept.
-func (b *Store) sweepOrphans(ctx context.Context) (int, error) {
-	ei, err := b.events.Info(ctx)
-	if err != nil {
-		return 0, err
+// indexed is 0..len(batch)-1.
+func indexed(batch []*jetstream.RawStreamMsg) []int {
+	out := make([]int, len(batch))
+	for i := range out {
+		out[i] = i
 	}
-	grace := time.Duration(orphanGrace.Load())
-	// The logs at the front whose first event is older than the grace:
-	// read in order through one consumer, then judged several at once.
-	if ei.State.Msgs == 0 {
-		return 0, nil
-	}
-	msgs, err := b.readFront(ctx, StreamEvents, ei.State.FirstSeq, orphanScan)
-	if err != nil {
-		return 0, err
-	}
-	var front []*jetstream.RawStreamMsg
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		if time.Since(m.Time) < grace {
-			break // the rest is younger still
-		}
-		if !seen[m.Subject] {
-			seen[m.Subject] = true
-			front = append(front, m)
-		}
-	}
-	return inParallel(front, func(m *jetstream.RawStreamMsg) (bool, error) { return b.sweepOrphan(ctx, m, grace) })
+	return out
 }
 
 // inParallel runs fn on each of msgs, evictParallel at a time, and returns
 // how many it reported done and the first error.
-func inParallel(msgs []*jetstream.RawStreamMsg, fn func(*jetstream.RawStreamMsg) (bool, error)) (int, error) {
+func inParallel[T any](msgs []T, fn func(T) (bool, error)) (int, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -611,60 +492,4 @@ func inParallel(msgs []*jetstream.RawStreamMsg, fn func(*jetstream.RawStreamMsg)
 	}
 	wg.Wait()
 	return done, firstErr
-}
-
-// sweepOrphan removes the log whose first event is m, with its index
-// entry, if it is an orphan (see sweepOrphans).
-func (b *Store) sweepOrphan(ctx context.Context, m *jetstream.RawStreamMsg, grace time.Duration) (bool, error) {
-	id := strings.TrimPrefix(m.Subject, subjEventsPrefix)
-	if _, err := b.tasks.Get(ctx, id); err == nil {
-		return false, nil
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, err
-	}
-	last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
-	if err != nil || time.Since(last.Time) < grace {
-		return false, nil
-	}
-	rec := creationRecord(m)
-	if rec != nil && !endedLog(last) {
-		// A task whose snapshot is not stored yet (StartTask stores it
-		// while the send enqueues) has a fresh index entry; one whose
-		// snapshot was refused (the store was full) after its work was
-		// enqueued runs once space returns. Neither is an orphan. (A
-		// task that ended is neither; a log that does not start with a
-		// task's creation has no entry or work to look for.)
-		written, err := b.indexEntryTime(ctx, rec)
-		if err != nil || !written.IsZero() && time.Since(written) < grace {
-			return false, err
-		}
-		if queued, err := b.bus.Queued(ctx, rec.Agent, id); err != nil || queued {
-			return false, nil
-		}
-	}
-	if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject)); err != nil {
-		return false, err
-	}
-	// Its index entry, if the bucket's bound left one.
-	if rec != nil {
-		if err := b.removeIndex(ctx, rec); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
-}
-
-// endedLog reports whether last, a log's last event, is a terminal status.
-func endedLog(last *jetstream.RawStreamMsg) bool {
-	var ev a2a.StreamResponse
-	if json.Unmarshal(last.Data, &ev) != nil {
-		return false
-	}
-	switch {
-	case ev.StatusUpdate != nil:
-		return ev.StatusUpdate.Status.State.Terminal()
-	case ev.Task != nil:
-		return ev.Task.Status.State.Terminal()
-	}
-	return false
 }

@@ -27,6 +27,16 @@ func streamMsgs(t *testing.T, b *Store, name string) uint64 {
 	return info.State.Msgs
 }
 
+// logTasks is the number of tasks the log holds (its subjects).
+func logTasks(t *testing.T, b *Store) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := b.events.Info(ctx)
+	require.NoError(t, err)
+	return uint64(info.State.NumSubjects)
+}
+
 func trim(t *testing.T, b *Store) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -44,10 +54,6 @@ func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
 	b := openTestStore(t, bus.Config{MaxTasks: maxTasks, MaxTaskEvents: 8, MaxEvents: 100})
 	ctx := context.Background()
 
-	s, err := b.js.Stream(ctx, kvStreamName)
-	require.NoError(t, err)
-	assert.Equal(t, int64(maxTasks), s.CachedInfo().Config.MaxMsgs)
-	assert.Equal(t, jetstream.DiscardOld, s.CachedInfo().Config.Discard)
 	ec := b.events.CachedInfo().Config
 	assert.Equal(t, jetstream.DiscardNew, ec.Discard)
 	assert.True(t, ec.DiscardNewPerSubject)
@@ -60,7 +66,7 @@ func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
 		_, err := b.CreateTask(ctx, newRecord(id(i)))
 		require.NoError(t, err)
 		trim(t, b)
-		require.LessOrEqual(t, streamMsgs(t, b, kvStreamName), uint64(maxTasks))
+		require.LessOrEqual(t, logTasks(t, b), uint64(maxTasks))
 	}
 	// Push configs (bucket A2A_PUSH, where push is on) go with their task.
 	push, err := b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bus.BucketPush, Storage: jetstream.FileStorage})
@@ -113,7 +119,7 @@ func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
 		})
 		require.ErrorIs(t, err, ErrTaskNotFound)
 	}
-	assert.Equal(t, uint64(maxTasks-1), streamMsgs(t, b, kvStreamName))
+	assert.Equal(t, uint64(maxTasks-1), logTasks(t, b))
 	assert.Equal(t, uint64(maxTasks-1), streamMsgs(t, b, StreamEvents), "one event per remaining task, no orphaned log")
 	list, err := b.ListTasks(ctx, func(*TaskRecord) bool { return true })
 	require.NoError(t, err)
@@ -223,10 +229,6 @@ func TestRetentionTaskLogReserve(t *testing.T) {
 // then still reads consistently or not at all, never broken, and a trim
 // sweeps the orphaned logs and brings both streams under their bounds.
 func TestRetentionBurstPastTheBound(t *testing.T) {
-	prev := orphanGrace.Load()
-	orphanGrace.Store(0)
-	t.Cleanup(func() { orphanGrace.Store(prev) })
-
 	const maxTasks, maxEvents, n = 10, 26, 25
 	b := openTestStore(t, bus.Config{MaxTasks: maxTasks, MaxEvents: maxEvents})
 	ctx := context.Background()
@@ -235,7 +237,7 @@ func TestRetentionBurstPastTheBound(t *testing.T) {
 		_, err := b.CreateTask(ctx, newRecord(id(i)))
 		require.NoError(t, err)
 	}
-	require.Equal(t, uint64(maxTasks), streamMsgs(t, b, kvStreamName), "the bucket holds at most MaxTasks")
+	require.Equal(t, uint64(n), logTasks(t, b), "past MaxTasks until the trimmer comes")
 	require.Equal(t, uint64(n), streamMsgs(t, b, StreamEvents))
 
 	consistent := func() int {
@@ -255,12 +257,11 @@ func TestRetentionBurstPastTheBound(t *testing.T) {
 		}
 		return found
 	}
-	assert.Equal(t, n, consistent(), "an orphaned log is folded again: every task reads whole")
-	require.LessOrEqual(t, streamMsgs(t, b, kvStreamName), uint64(maxTasks))
+	assert.Equal(t, n, consistent(), "every task reads whole")
 
 	removed := trim(t, b)
 	assert.Positive(t, removed)
-	assert.LessOrEqual(t, streamMsgs(t, b, kvStreamName), uint64(maxTasks-1))
+	assert.LessOrEqual(t, logTasks(t, b), uint64(maxTasks-1))
 	assert.LessOrEqual(t, streamMsgs(t, b, StreamEvents), lowWater(maxEvents))
 	found := consistent()
 	assert.LessOrEqual(t, found, maxTasks)
@@ -284,57 +285,12 @@ func TestRetentionReopenUpdatesBounds(t *testing.T) {
 		b, err := openOn(ctx, nc, cfg)
 		require.NoError(t, err)
 		want := b.Config()
-		s, err := b.js.Stream(ctx, kvStreamName)
-		require.NoError(t, err)
-		assert.Equal(t, want.MaxTasks, s.CachedInfo().Config.MaxMsgs)
-		assert.Equal(t, jetstream.DiscardOld, s.CachedInfo().Config.Discard)
 		ei, err := b.events.Info(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, want.MaxTaskEvents, ei.Config.MaxMsgsPerSubject)
 		assert.Equal(t, want.MaxTasks*bus.EventsPerTask, ei.Config.MaxMsgs)
 	}
 	assert.Equal(t, int64(bus.DefaultMaxTasks), bus.DefaultConfig.MaxTasks)
-}
-
-// A task whose snapshot is not stored (StartTask stores it while the send
-// enqueues; the store may refuse it when full) has a log, an index entry
-// and its work queued: the orphan sweep keeps it, even past the grace.
-// A log whose snapshot the bucket dropped is swept with its index entry.
-func TestOrphanSweepKeepsAStartedTask(t *testing.T) {
-	prev := orphanGrace.Load()
-	orphanGrace.Store(0)
-	t.Cleanup(func() { orphanGrace.Store(prev) })
-	b := openTestStore(t, bus.Config{MaxTasks: 100, MaxEvents: 10})
-	ctx := context.Background()
-	rec, finish, err := b.StartTask(ctx, newRecord("queued"))
-	require.NoError(t, err)
-	require.NoError(t, finish(ctx))
-	// As before its snapshot lands (StartTask stores it asynchronously).
-	kvs, err := b.js.Stream(ctx, kvStreamName)
-	require.NoError(t, err)
-	require.NoError(t, kvs.Purge(ctx, jetstream.WithPurgeSubject(snapshotSubject("queued"))))
-	_, err = b.getStored(ctx, "queued")
-	require.ErrorIs(t, err, ErrTaskNotFound, "precondition: no snapshot stored")
-	require.NoError(t, b.bus.Enqueue(ctx, &bus.WorkItem{Agent: rec.Agent, TaskID: rec.Task.ID, ContextID: rec.Task.ContextID}, "w-queued", nil))
-	// A task whose snapshot the bucket's bound dropped: a log and an
-	// index entry, nothing queued.
-	dropped, err := b.CreateTask(ctx, newRecord("dropped"))
-	require.NoError(t, err)
-	require.NoError(t, kvs.Purge(ctx, jetstream.WithPurgeSubject(snapshotSubject("dropped"))))
-	// A log with neither snapshot nor index entry is an orphan.
-	gone := newRecord("gone")
-	_, err = b.appendEvent(ctx, "gone", &a2a.StreamResponse{Task: &gone.Task}, 0, nil)
-	require.NoError(t, err)
-	n, err := b.sweepOrphans(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 2, n, "the log with nothing else, and the one whose snapshot was dropped, are swept")
-	got, err := b.LoadTask(ctx, "queued")
-	require.NoError(t, err, "the started task is kept")
-	assert.Equal(t, rec.LastSeq, got.LastSeq)
-	_, err = b.LoadTask(ctx, "dropped")
-	assert.ErrorIs(t, err, ErrTaskNotFound)
-	_, err = b.indexStream.GetLastMsgForSubject(ctx, indexSubject(dropped))
-	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the dropped task's index entry goes with its log")
 }
 
 // Past the snapshots' mark by many tasks, a pass evicts them in batches:
@@ -370,7 +326,7 @@ func TestTrimEvictsABatchWhole(t *testing.T) {
 
 	removed := trim(t, b)
 	assert.Equal(t, n-int(lowWater(maxTasks)), removed)
-	assert.Equal(t, lowWater(maxTasks), streamMsgs(t, b, kvStreamName))
+	assert.Equal(t, lowWater(maxTasks), logTasks(t, b))
 	kept := 0
 	for i := 0; i < n; i++ {
 		rec, err := b.LoadTask(ctx, id(i))
@@ -408,33 +364,6 @@ func TestTrimEvictsABatchWhole(t *testing.T) {
 	assert.NoError(t, err, "a kept task's push config stays")
 }
 
-// Orphaned logs are swept whenever the events hold more logs than the
-// bucket holds snapshots, not only over the marks: the bucket's own bound
-// orphans logs during a burst, and the bucket is back under its mark once
-// the trimmer has caught up.
-func TestTrimSweepsOrphansBelowTheMark(t *testing.T) {
-	prev := orphanGrace.Load()
-	orphanGrace.Store(0)
-	t.Cleanup(func() { orphanGrace.Store(prev) })
-	b := openTestStore(t, bus.Config{MaxTasks: 10_000})
-	ctx := context.Background()
-	const orphans = orphanSlack + 50
-	for i := 0; i < orphans; i++ {
-		rec := newRecord(fmt.Sprintf("o%04d", i))
-		_, err := b.appendEvent(ctx, rec.Task.ID, &a2a.StreamResponse{Task: &rec.Task}, 0, nil)
-		require.NoError(t, err)
-	}
-	_, err := b.CreateTask(ctx, newRecord("kept"))
-	require.NoError(t, err)
-	removed := trim(t, b)
-	assert.Equal(t, orphans, removed)
-	ei, err := b.events.Info(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(1), ei.State.NumSubjects, "only the kept task's log is left")
-	_, err = b.LoadTask(ctx, "kept")
-	assert.NoError(t, err)
-}
-
 // Passes come every trimEvery while the bucket is far from its mark or
 // still; sooner while it grows fast enough to reach the mark before then;
 // trimSoon after a pass that removed tasks.
@@ -453,4 +382,44 @@ func TestTrimPace(t *testing.T) {
 	assert.Equal(t, trimSoon, p.next(trimState{snaps: 90_000, removed: 5}, maxTasks))
 	p.last.at = time.Now().Add(-time.Second)
 	assert.Equal(t, trimEvery, p.next(trimState{snaps: 90_000}, maxTasks), "still: no hurry")
+}
+
+// A pass under load (tasks arriving between its batches) goes on from
+// the least recently changed tasks it kept, in order: it evicts the
+// oldest, never the tasks that just arrived (in flight, their creation
+// their last message).
+func TestTrimUnderArrivalsEvictsTheOldest(t *testing.T) {
+	const maxTasks = 50 // trimming keeps 45
+	b := openTestStore(t, bus.Config{MaxTasks: maxTasks})
+	ctx := context.Background()
+	for i := 0; i < 60; i++ {
+		_, err := b.CreateTask(ctx, newRecord(fmt.Sprintf("t%03d", i)))
+		require.NoError(t, err)
+	}
+	arrived := 0
+	st, err := b.trim(ctx, func() bool {
+		for range 5 { // arrivals between two batches
+			_, err := b.CreateTask(ctx, newRecord(fmt.Sprintf("n%03d", arrived)))
+			require.NoError(t, err)
+			arrived++
+		}
+		return arrived < 30
+	})
+	require.NoError(t, err)
+	require.Positive(t, st.removed)
+	for i := 0; i < arrived; i++ {
+		_, err := b.LoadTask(ctx, fmt.Sprintf("n%03d", i))
+		require.NoError(t, err, "n%03d arrived during the pass and was evicted", i)
+	}
+	gone := 0
+	for i := 0; i < 60; i++ {
+		_, err := b.LoadTask(ctx, fmt.Sprintf("t%03d", i))
+		if errors.Is(err, ErrTaskNotFound) {
+			require.Equal(t, gone, i, "the evicted are the oldest, in order")
+			gone++
+			continue
+		}
+		require.NoError(t, err)
+	}
+	assert.Equal(t, st.removed, gone)
 }

@@ -3,6 +3,7 @@ package taskstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -94,25 +95,22 @@ func TestTerminalStaysTerminalUnderRace(t *testing.T) {
 	assert.Equal(t, states[len(states)-1], rec.Task.Status.State, "snapshot agrees with the log")
 }
 
-func TestSnapshotRepairedAfterWriterDiesBeforeStore(t *testing.T) {
+// A writer holding a stale view of the task loses its compare-and-set,
+// folds what it missed, and appends after it.
+func TestStaleWriterFoldsWhatItMissed(t *testing.T) {
 	b := openTestStore(t, bus.Config{})
 	ctx := context.Background()
 	rec, err := b.CreateTask(ctx, newRecord("t2"))
 	require.NoError(t, err)
-
-	// A writer appends to the log and dies before storing the snapshot.
-	seq, err := b.appendEvent(ctx, "t2", status("t2", a2a.StateWorking), rec.LastSeq, nil)
+	mid, _, err := b.UpdateTask(ctx, "t2", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("t2", a2a.StateWorking), nil
+	})
 	require.NoError(t, err)
-	stored, err := b.getStored(ctx, "t2")
-	require.NoError(t, err)
-	assert.Equal(t, a2a.StateSubmitted, stored.Task.Status.State, "precondition: snapshot is behind")
-
 	got, err := b.LoadTask(ctx, "t2")
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateWorking, got.Task.Status.State)
-	assert.Equal(t, seq, got.LastSeq)
+	assert.Equal(t, mid.LastSeq, got.LastSeq)
 
-	// A writer holding the stale snapshot still appends after the missed event.
 	var seen []a2a.TaskState
 	next, _, err := b.UpdateTask(ctx, "t2", rec, func(cur *TaskRecord) (*a2a.StreamResponse, error) {
 		seen = append(seen, cur.Task.Status.State)
@@ -120,26 +118,131 @@ func TestSnapshotRepairedAfterWriterDiesBeforeStore(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []a2a.TaskState{a2a.StateSubmitted, a2a.StateWorking}, seen,
-		"the stale attempt loses the compare-and-set; the retry sees the repaired state")
+		"the stale attempt loses the compare-and-set; the retry sees the log")
 	assert.Equal(t, a2a.StateCompleted, next.Task.Status.State)
 	assert.Equal(t, []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted}, logStates(t, b, "t2"))
 }
 
-func TestSnapshotRebuiltFromLogWhenNeverStored(t *testing.T) {
+// A log written before batches (one event a message, the creation's
+// record in headers, snapshots in a bucket of their own) reads as it is:
+// the task folds from its first message, its events keep their order and
+// get positions.
+func TestLogWrittenBeforeBatchesReads(t *testing.T) {
 	b := openTestStore(t, bus.Config{})
 	ctx := context.Background()
-	rec := newRecord("t3")
+	rec := newRecord("old1")
 	task := rec.Task
-	// The creator appended the task and died before writing the snapshot.
-	_, err := b.appendEvent(ctx, "t3", &a2a.StreamResponse{Task: &task}, 0, map[string][]string{hdrAgent: {"slow"}, hdrOwner: {"bob"}})
-	require.NoError(t, err)
-	got, err := b.LoadTask(ctx, "t3")
+	raw := func(ev *a2a.StreamResponse, hdr nats.Header) uint64 {
+		t.Helper()
+		data, err := json.Marshal(ev)
+		require.NoError(t, err)
+		ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: EventsSubject("old1"), Data: data, Header: hdr})
+		require.NoError(t, err)
+		return ack.Sequence
+	}
+	raw(&a2a.StreamResponse{Task: &task}, nats.Header{hdrAgent: {"slow"}, hdrOwner: {"bob"}})
+	raw(status("old1", a2a.StateWorking), nats.Header{hdrRun: {"4.1"}})
+	last := raw(status("old1", a2a.StateCompleted), nats.Header{hdrRun: {"4.1"}})
+
+	got, err := b.LoadTask(ctx, "old1")
 	require.NoError(t, err)
 	assert.Equal(t, "slow", got.Agent)
 	assert.Equal(t, "bob", got.Owner)
-	assert.Equal(t, a2a.StateSubmitted, got.Task.Status.State)
-	_, err = b.getStored(ctx, "t3")
-	assert.NoError(t, err, "the rebuilt snapshot is stored")
+	assert.Equal(t, "4.1", got.Run)
+	assert.Equal(t, 1, got.TurnRuns)
+	assert.Equal(t, a2a.StateCompleted, got.Task.Status.State)
+	assert.Equal(t, Pos(last, 0), got.LastSeq)
+	assert.Equal(t, []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted}, logStates(t, b, "old1"))
+}
+
+// A batch is one message: its events get positions Pos(seq, i), every
+// read agrees on them, and the task reads as the fold of them all.
+func TestBatchIsOneMessageWithPositions(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("b1"))
+	require.NoError(t, err)
+	before := streamMsgs(t, b, StreamEvents)
+	art := &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "b1", ContextID: "ctx-b1",
+		Artifact: a2a.Artifact{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart("hi")}}}}
+	next, _, err := b.AppendEvents(ctx, "b1", rec, func(*TaskRecord) ([]*a2a.StreamResponse, error) {
+		return []*a2a.StreamResponse{status("b1", a2a.StateWorking), art, status("b1", a2a.StateCompleted)}, nil
+	}, AppendOptions{Run: "9.1", Claim: true})
+	require.NoError(t, err)
+	assert.Equal(t, before+1, streamMsgs(t, b, StreamEvents), "three events, one message")
+	seq := SeqOf(next.LastSeq)
+	assert.Equal(t, Pos(seq, 2), next.LastSeq)
+	assert.Equal(t, 4, int(next.Events))
+
+	got, err := b.LoadTask(ctx, "b1")
+	require.NoError(t, err)
+	assert.Equal(t, next.LastSeq, got.LastSeq)
+	assert.Equal(t, a2a.StateCompleted, got.Task.Status.State)
+	require.Len(t, got.Task.Artifacts, 1)
+	assert.Equal(t, "9.1", got.Run)
+
+	events, more, err := b.TaskLog(ctx, "b1", 0, 10)
+	require.NoError(t, err)
+	assert.False(t, more)
+	require.Len(t, events, 4)
+	assert.Equal(t, []uint64{rec.LastSeq, Pos(seq, 0), Pos(seq, 1), Pos(seq, 2)},
+		[]uint64{events[0].Seq, events[1].Seq, events[2].Seq, events[3].Seq})
+	ev, err := b.EventAt(ctx, "b1", Pos(seq, 1))
+	require.NoError(t, err)
+	require.NotNil(t, ev.ArtifactUpdate)
+	assert.Equal(t, "b1", ev.ArtifactUpdate.TaskID, "ids stored once a message are put back")
+	assert.Equal(t, "ctx-b1", ev.ArtifactUpdate.ContextID)
+	assert.Equal(t, "ctx-b1", events[3].Resp.StatusUpdate.ContextID)
+	last, err := b.LastEventSeq(ctx, "b1")
+	require.NoError(t, err)
+	assert.Equal(t, next.LastSeq, last)
+	after, err := b.EventSeqsAfter(ctx, "b1", Pos(seq, 0), 10)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{Pos(seq, 1), Pos(seq, 2)}, after)
+
+	// A tail from inside the message hands out the rest of it.
+	tail, err := b.TailEvents(ctx, "b1", Pos(seq, 0))
+	require.NoError(t, err)
+	defer tail.Close()
+	var got2 []uint64
+	for range 2 {
+		e, ok, err := tail.Next(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		got2 = append(got2, e.Seq)
+	}
+	assert.Equal(t, []uint64{Pos(seq, 1), Pos(seq, 2)}, got2)
+}
+
+// Every snapshotEvery events a message holds the task, so a reader of a
+// running task folds at most that many events; a message without one
+// names its base.
+func TestSnapshotEveryFewEvents(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("s1"))
+	require.NoError(t, err)
+	snaps := 0
+	for i := 0; i < 2*snapshotEvery+3; i++ {
+		rec, _, err = b.UpdateTask(ctx, "s1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+			return &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "s1", ContextID: "ctx-s1",
+				Artifact: a2a.Artifact{ArtifactID: fmt.Sprint(i), Parts: []a2a.Part{a2a.TextPart("x")}}}}, nil
+		})
+		require.NoError(t, err)
+		m, err := b.lastMsg(ctx, "s1")
+		require.NoError(t, err)
+		if m.snap != nil {
+			snaps++
+			assert.Equal(t, 0, (i+1)%snapshotEvery, "a snapshot every %d events", snapshotEvery)
+		} else {
+			assert.Equal(t, rec.base, m.base)
+		}
+		got, err := b.LoadTask(ctx, "s1")
+		require.NoError(t, err)
+		assert.Len(t, got.Task.Artifacts, i+1)
+		assert.Equal(t, rec.LastSeq, got.LastSeq)
+	}
+	assert.Equal(t, 2, snaps)
 }
 
 func TestCreateTaskTwiceFails(t *testing.T) {
@@ -168,34 +271,6 @@ func TestPeekStateReadsTheTaskStatus(t *testing.T) {
 	assert.Equal(t, a2a.StateWorking, st)
 }
 
-func TestLazyStoreIsFoldedByReaders(t *testing.T) {
-	b := openTestStore(t, bus.Config{})
-	ctx := context.Background()
-	rec, err := b.CreateTask(ctx, newRecord("l1"))
-	require.NoError(t, err)
-	rec, _, err = b.AppendTask(ctx, "l1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
-		return status("l1", a2a.StateWorking), nil
-	}, AppendOptions{})
-	require.NoError(t, err)
-	stored, err := b.getStored(ctx, "l1")
-	require.NoError(t, err)
-	require.Equal(t, a2a.StateSubmitted, stored.Task.Status.State, "precondition: the store was skipped")
-
-	list, err := b.ListTasks(ctx, func(r *TaskRecord) bool { return r.Task.Status.State == a2a.StateWorking })
-	require.NoError(t, err)
-	require.Len(t, list, 1, "ListTasks folds the log of unfinished tasks")
-
-	// The writer's next store uses the revision of its last store.
-	rec, _, err = b.AppendTask(ctx, "l1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
-		return status("l1", a2a.StateCompleted), nil
-	}, AppendOptions{Store: true})
-	require.NoError(t, err)
-	stored, err = b.getStored(ctx, "l1")
-	require.NoError(t, err)
-	assert.Equal(t, a2a.StateCompleted, stored.Task.Status.State)
-	assert.Equal(t, rec.LastSeq, stored.LastSeq)
-}
-
 func TestNewerRunFencesStalledRun(t *testing.T) {
 	b := openTestStore(t, bus.Config{})
 	ctx := context.Background()
@@ -213,14 +288,14 @@ func TestNewerRunFencesStalledRun(t *testing.T) {
 	_, _, err = b.AppendTask(ctx, "f1", nil, ev(a2a.StateWorking), AppendOptions{Run: "7.2", Claim: true})
 	require.NoError(t, err)
 	// The stalled run wakes up with its stale snapshot: refused.
-	_, _, err = b.AppendTask(ctx, "f1", old, ev(a2a.StateCompleted), AppendOptions{Run: "7.1", Store: true})
+	_, _, err = b.AppendTask(ctx, "f1", old, ev(a2a.StateCompleted), AppendOptions{Run: "7.1"})
 	assert.ErrorIs(t, err, ErrSuperseded)
 
 	got, err := b.LoadTask(ctx, "f1")
 	require.NoError(t, err)
 	assert.Equal(t, "7.2", got.Run, "the claim is folded from the log")
 	assert.Equal(t, a2a.StateWorking, got.Task.Status.State)
-	_, _, err = b.AppendTask(ctx, "f1", got, ev(a2a.StateCompleted), AppendOptions{Run: "7.2", Store: true})
+	_, _, err = b.AppendTask(ctx, "f1", got, ev(a2a.StateCompleted), AppendOptions{Run: "7.2"})
 	assert.NoError(t, err)
 }
 

@@ -2,7 +2,7 @@ package taskstore
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,12 +14,12 @@ import (
 
 // LoggedEvent is one event of a task's log as it was recorded.
 type LoggedEvent struct {
-	Seq  uint64    // its position in the mesh's event log (the SSE id)
+	Seq  uint64    // its position in the task's log (Pos; the SSE id)
 	Time time.Time // when the log stored it
 	Resp *a2a.StreamResponse
 }
 
-// TaskLog reads the log of task id after seq after: at most max events
+// TaskLog reads the log of task id after position after: at most max events
 // (max > 0), in order, up to the last one the log holds when it is
 // called. more reports whether the log held more than were read (read
 // again after the last one's Seq). An empty or expired log reads as none.
@@ -31,39 +31,31 @@ func (b *Store) TaskLog(ctx context.Context, id string, after uint64, max int) (
 	if err != nil || last <= after {
 		return nil, false, err
 	}
-	cons, err := b.js.OrderedConsumer(ctx, StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{EventsSubject(id)},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    after + 1,
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("bus: read log of %s: %w", id, err)
+	// Leader reads of one message at a time (each retried through a
+	// failover, bus.Read): a consumer, which this read used before, could
+	// not be made while a node of a cluster was down, and a page of a log
+	// is a few messages (a worker sends up to MaxBatch events in one).
+	next := SeqOf(after) // the message holding event after may hold later ones
+	if next == 0 {
+		next = 1
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(min(max, 256)))
-	if err != nil {
-		return nil, false, fmt.Errorf("bus: read log of %s: %w", id, err)
-	}
-	defer it.Stop()
-	for len(events) < max {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return nil, false, fmt.Errorf("bus: read log of %s: %w", id, err)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil, false, fmt.Errorf("bus: read log of %s: %w", id, err)
-		}
-		if meta.Sequence.Stream > last {
-			break // appended since the call began: the next read has it
-		}
-		var resp a2a.StreamResponse
-		if err := json.Unmarshal(m.Data(), &resp); err != nil {
-			return nil, false, fmt.Errorf("bus: decode event %d: %w", meta.Sequence.Stream, err)
-		}
-		events = append(events, LoggedEvent{Seq: meta.Sequence.Stream, Time: meta.Timestamp, Resp: &resp})
-		if meta.Sequence.Stream == last {
+	for len(events) < max && next <= SeqOf(last) {
+		m, err := b.msgFrom(ctx, id, next)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
+		if err != nil {
+			return nil, false, fmt.Errorf("bus: read log of %s: %w", id, err)
+		}
+		if m.seq > SeqOf(last) {
+			break // appended since the call began: the next read has it
+		}
+		for i, ev := range m.events {
+			if p := Pos(m.seq, i); p > after && p <= last && len(events) < max {
+				events = append(events, LoggedEvent{Seq: p, Time: m.at, Resp: ev})
+			}
+		}
+		next = m.seq + 1
 	}
 	more = len(events) > 0 && events[len(events)-1].Seq < last
 	return events, more, nil

@@ -42,11 +42,11 @@ var errBound = errors.New("tasks: await bound reached")
 // standsTimeout bounds the read of a task whose wait reached its bound.
 const standsTimeout = 2 * time.Second
 
-// StoreFullGrace bounds the wait for a task whose snapshot JetStream
-// refused for lack of storage after its work was enqueued: the task
-// stands and runs once space returns (retention trims, an operator frees
-// the disk), but until then its worker cannot record a step, so a longer
-// wait would only hold the client for the whole bound.
+// StoreFullGrace is how soon a blocking send whose worker cannot record
+// a step for lack of storage is answered, at most, after the worker's
+// first try: the task stands and runs once space returns (retention
+// trims, an operator frees the disk), so a longer wait would only hold
+// the client for the whole bound.
 const StoreFullGrace = time.Second
 
 // Await waits until the task of sub (submitted with Turn.Wait) settles:
@@ -55,19 +55,13 @@ const StoreFullGrace = time.Second
 // afresh (as last seen when that read fails), with an *UnsettledError,
 // unless that read finds it settled. When ctx ends first, Await returns
 // ctx's error. The task itself goes on either way. Await ends sub's watch.
-// A task created as the store filled (its snapshot refused for lack of
-// storage) is waited for StoreFullGrace at most, and one whose worker
-// says it cannot record a step for lack of storage no longer.
+// A task whose worker says it cannot record a step for lack of storage
+// (NoticeStoreFull) is waited for no longer.
 func (s *Lifecycle) Await(ctx context.Context, sub *Submitted, until time.Time) (*TaskRecord, error) {
 	if sub.watch == nil {
 		return nil, errors.New("tasks: Await of a turn not submitted with Wait")
 	}
 	defer sub.Close()
-	if sub.storeFull {
-		if grace := time.Now().Add(StoreFullGrace); until.IsZero() || grace.Before(until) {
-			until = grace
-		}
-	}
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if !until.IsZero() {
 		wctx, cancel = context.WithDeadlineCause(ctx, until, errBound)
@@ -89,5 +83,5 @@ func (s *Lifecycle) Await(ctx context.Context, sub *Submitted, until time.Time) 
 	} else if cur.Task.Status.State.Final() {
 		return cur, nil // settled as the wait ended
 	}
-	return cur, &UnsettledError{TaskID: cur.Task.ID, State: cur.Task.Status.State, ReadErr: lerr, StoreFull: sub.storeFull || stalled}
+	return cur, &UnsettledError{TaskID: cur.Task.ID, State: cur.Task.Status.State, ReadErr: lerr, StoreFull: stalled}
 }

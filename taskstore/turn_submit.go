@@ -74,13 +74,8 @@ type Submitted struct {
 	msgID string
 	watch *SettleWatch // nil unless Turn.Wait
 	// created finishes a new task's creation (StartTask): its work
-	// is enqueued while the snapshot and index entry are stored.
+	// is enqueued while its index entry is stored.
 	created func(context.Context) error
-	// storeFull is set when JetStream refused the new task's snapshot
-	// for lack of storage after its work was enqueued: the task stands
-	// and runs once space returns, but a wait for it now would only
-	// wait out its bound (see Await).
-	storeFull bool
 }
 
 // Close ends the watch of a Submitted that will not be awaited. It may be
@@ -122,8 +117,7 @@ func (s *Lifecycle) Submit(ctx context.Context, t Turn) (*Submitted, error) {
 	}
 	err = s.enqueue(ctx, &t, sub)
 	if sub.created != nil {
-		// The new task's snapshot and index entry, stored meanwhile.
-		sub.storeFull = errors.Is(sub.created(ctx), ErrStoreFull)
+		_ = sub.created(ctx) // the new task's index entry, stored meanwhile
 	}
 	if err != nil {
 		sub.Close()

@@ -23,6 +23,7 @@ func workItem(rec *TaskRecord, msg *a2a.Message, t *Turn) *bus.WorkItem {
 		Owner: rec.Owner, Enqueued: a2a.Now(),
 	}
 	item.Message.TaskID, item.Message.ContextID = rec.Task.ID, rec.Task.ContextID
+	item.Task = EncodeWorkTask(rec)
 	return item
 }
 

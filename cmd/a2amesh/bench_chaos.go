@@ -29,7 +29,7 @@ func runBenchChaos(ctx context.Context, args []string) error {
 	pauseFor := fs.Duration("pause-for", 20*time.Second, "how long a paused NATS node stays stopped")
 	partitionFor := fs.Duration("partition-for", 10*time.Second, "how long a NATS node's routes stay cut")
 	dir := fs.String("dir", "", "directory for the NATS nodes' data (default: a temporary directory, removed afterwards)")
-	scan := fs.String("server-scan", chaos.ScanAuto, "how the final check reads every task: list (ListTasks per agent), bucket (one pass over the task bucket), auto (ListTasks up to 20000 acknowledged tasks)")
+	scan := fs.String("server-scan", chaos.ScanAuto, "how the final check reads every task: list (ListTasks per agent), bucket (one pass over the task logs), auto (ListTasks up to 20000 acknowledged tasks)")
 	logDir := fs.String("log-dir", "", "write each role's output tail here after the run (default: only on violations, to a new temporary directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -79,9 +79,9 @@ type Config struct {
 	ListBudget, LogCheckBudget time.Duration
 	// ServerScan is how the final check reads every task the server
 	// holds: ScanList (ListTasks, page by page, per agent), ScanBucket
-	// (one pass over the task bucket; for long runs, where each ListTasks
-	// page scans the whole bucket) or ScanAuto (default: ListTasks up to
-	// 20 000 acknowledged tasks).
+	// (one pass over the events stream, each task log's last message; for
+	// long runs, where paging ListTasks reads every task) or ScanAuto
+	// (default: ListTasks up to 20 000 acknowledged tasks).
 	ServerScan string
 	// The fleet (default 2 edges, 2 echo and 2 slow workers, R3).
 	Edges, EchoWorkers, SlowWorkers, Replicas int

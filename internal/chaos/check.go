@@ -110,7 +110,7 @@ func (c *checker) run(ctx context.Context, sends []*sendRec) {
 	c.rep.SettledIn = time.Since(settleStart)
 
 	// 2. Every task the server holds: with ListTasks per agent, or, for
-	// a long run, a scan of the task bucket.
+	// a long run, one pass over the task logs (scanTasks).
 	listStart := time.Now()
 	listed := map[string]*a2a.Task{}
 	scan := c.cfg.ServerScan
@@ -385,12 +385,13 @@ func describeEvents(evs []streamEvent) string {
 	return b.String()
 }
 
-// scanBucket reads every task of the bucket into into; unfinished ones
-// are read again with GetTask (their snapshot may lag their log).
+// scanBucket reads every task of the events stream (scanTasks) into
+// into; unfinished ones are read again with GetTask, as the edge reads
+// them.
 func (c *checker) scanBucket(ctx context.Context, into map[string]*a2a.Task) {
 	recs, err := c.f.admin.scanTasks(ctx, c.cfg.ListBudget)
 	if err != nil {
-		c.viol.add(VCheck, "scanning the task bucket: %v (after %d tasks)", err, len(recs))
+		c.viol.add(VCheck, "scanning the task logs: %v (after %d tasks)", err, len(recs))
 	}
 	for i := range recs {
 		r := &recs[i]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -215,76 +216,144 @@ func (e logEntry) state() a2a.TaskState {
 }
 
 // taskLog reads task id's whole event log from the stream's leader, one
-// entry at a time ($JS.API.STREAM.MSG.GET with next_by_subj: no consumer,
-// so it works even when the stream has no consumer to spare, and no
-// direct get, which a lagging replica could answer).
+// message at a time ($JS.API.STREAM.MSG.GET with next_by_subj: no
+// consumer, so it works even when the stream has no consumer to spare, and
+// no direct get, which a lagging replica could answer). A message may hold
+// a batch of events: each is one entry, its Seq the event's position
+// (taskstore.Pos), the id streams give it.
 func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
 	subj := taskstore.EventsSubject(id)
 	var out []logEntry
 	next := uint64(1)
 	for i := 0; i < 20_000; i++ {
-		req, _ := json.Marshal(map[string]any{"seq": next, "next_by_subj": subj})
-		var resp struct {
-			Error *struct {
-				Code    int    `json:"code"`
-				ErrCode int    `json:"err_code"`
-				Desc    string `json:"description"`
-			} `json:"error"`
-			Message *struct {
-				Seq  uint64    `json:"seq"`
-				Hdrs []byte    `json:"hdrs"`
-				Data []byte    `json:"data"`
-				Time time.Time `json:"time"`
-			} `json:"message"`
+		m, err := a.nextMsg(ctx, subj, next)
+		if err != nil || m == nil {
+			return out, err
 		}
-		var err error
-		for try := 0; try < 5; try++ {
-			var m *nats.Msg
-			m, err = a.nc.Request("$JS.API.STREAM.MSG.GET."+taskstore.StreamEvents, req, 3*time.Second)
-			if err == nil {
-				resp.Error, resp.Message = nil, nil
-				err = json.Unmarshal(m.Data, &resp)
-			}
-			if err == nil || ctx.Err() != nil {
-				break
-			}
-			sleepCtx(ctx, 200*time.Millisecond)
-		}
+		hdr, err := m.header()
 		if err != nil {
 			return out, err
 		}
-		if resp.Error != nil {
-			if resp.Error.ErrCode == 10037 { // no message found: the end of the log
-				return out, nil
-			}
-			return out, fmt.Errorf("get event after %d: %d %s", next, resp.Error.ErrCode, resp.Error.Desc)
+		evs, err := taskstore.EventsOf(m.Seq, hdr, m.Data)
+		if err != nil {
+			return out, fmt.Errorf("message %d: %w", m.Seq, err)
 		}
-		if resp.Message == nil {
-			return out, errors.New("get event: empty answer")
+		run := hdr.Get(runHeader)
+		for _, ev := range evs {
+			out = append(out, logEntry{Seq: ev.Seq, Run: run, At: m.Time, Resp: *ev.Resp})
 		}
-		e := logEntry{Seq: resp.Message.Seq, Run: headerValue(resp.Message.Hdrs, runHeader), At: resp.Message.Time}
-		if err := json.Unmarshal(resp.Message.Data, &e.Resp); err != nil {
-			return out, fmt.Errorf("event %d: %w", e.Seq, err)
-		}
-		out = append(out, e)
-		next = e.Seq + 1
+		next = m.Seq + 1
 	}
 	return out, errors.New("log too long")
 }
 
-// runHeader names the worker run that wrote an event (bus/tasks.go).
-const runHeader = "A2a-Run"
+// rawMsg is a message of the events stream as $JS.API.STREAM.MSG.GET
+// answers it.
+type rawMsg struct {
+	Seq  uint64    `json:"seq"`
+	Hdrs []byte    `json:"hdrs"`
+	Data []byte    `json:"data"`
+	Time time.Time `json:"time"`
+}
 
-// headerValue reads one header from a raw NATS header block
-// ("NATS/1.0\r\nKey: value\r\n\r\n").
-func headerValue(hdrs []byte, key string) string {
-	for _, line := range strings.Split(string(hdrs), "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.EqualFold(strings.TrimSpace(k), key) {
-			return strings.TrimSpace(v)
-		}
+// header decodes the message's raw header block.
+func (m *rawMsg) header() (nats.Header, error) {
+	if len(m.Hdrs) == 0 {
+		return nats.Header{}, nil
 	}
-	return ""
+	h, err := nats.DecodeHeadersMsg(m.Hdrs)
+	if err != nil {
+		return nil, fmt.Errorf("message %d: headers: %w", m.Seq, err)
+	}
+	return h, nil
+}
+
+// nextMsg reads, from the events stream's leader, the first message on
+// subj at or after sequence seq (nil, nil: there is none).
+func (a *admin) nextMsg(ctx context.Context, subj string, seq uint64) (*rawMsg, error) {
+	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": subj})
+	var resp struct {
+		Error *struct {
+			Code    int    `json:"code"`
+			ErrCode int    `json:"err_code"`
+			Desc    string `json:"description"`
+		} `json:"error"`
+		Message *rawMsg `json:"message"`
+	}
+	var err error
+	for try := 0; try < 5; try++ {
+		var m *nats.Msg
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		m, err = a.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+taskstore.StreamEvents, req)
+		cancel()
+		if err == nil {
+			resp.Error, resp.Message = nil, nil
+			err = json.Unmarshal(m.Data, &resp)
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrCode == 10037 { // no message found: the end of the log
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get message at or after %d: %d %s", seq, resp.Error.ErrCode, resp.Error.Desc)
+	}
+	if resp.Message == nil {
+		return nil, errors.New("get message: empty answer")
+	}
+	return resp.Message, nil
+}
+
+// Headers of a task log's messages (taskstore/log.go, taskstore/tasks.go).
+const (
+	runHeader   = "A2a-Run"   // the worker run that wrote the message
+	formHeader  = "A2a-Form"  // "c" the creation, "b" a batch, none: one event (a log written before batches)
+	baseHeader  = "A2a-Base"  // a batch without a snapshot: the sequence of the last message with one
+	agentHeader = "A2a-Agent" // a creation written before batches: the task's agent
+	ownerHeader = "A2a-Owner"
+)
+
+// snapshotOf returns the task a message of a task's log holds, if it
+// holds one (nil otherwise): a creation's body is the task record, a
+// batch's may carry it as "task"; of a log written before batches, the
+// creation is the task event with the agent in a header.
+func snapshotOf(hdr nats.Header, data []byte) (*taskstore.TaskRecord, error) {
+	var rec taskstore.TaskRecord
+	switch hdr.Get(formHeader) {
+	case "c":
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, err
+		}
+	case "b":
+		var b struct {
+			Task json.RawMessage `json:"task"`
+		}
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, err
+		}
+		if len(b.Task) == 0 || string(b.Task) == "null" {
+			return nil, nil
+		}
+		if err := json.Unmarshal(b.Task, &rec); err != nil {
+			return nil, err
+		}
+	default:
+		var ev a2a.StreamResponse
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return nil, err
+		}
+		if ev.Task == nil || hdr.Get(agentHeader) == "" {
+			return nil, nil
+		}
+		rec = taskstore.TaskRecord{Task: *ev.Task, Agent: hdr.Get(agentHeader), Owner: hdr.Get(ownerHeader)}
+	}
+	return &rec, nil
 }
 
 // consumers counts the consumers of each stream.
@@ -317,17 +386,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// scanTasks reads every task snapshot of the task bucket with a consumer
-// of its own (the last value per key; deleted keys skipped): one pass
-// however many tasks there are, where ListTasks scans the bucket once per
-// page. A snapshot of an unfinished task may lag its log (workers store
-// one now and then): callers read those again with GetTask.
+// scanTasks reads every task of the events stream with a consumer of its
+// own that delivers each task log's last message: one pass however many
+// tasks there are, where ListTasks reads the index and then each task. A
+// last message holding a snapshot (the creation, every message that
+// settles a turn, one every few events) is the task; the tasks whose last
+// message holds none (still running) are folded afterwards from their
+// last snapshot on, with leader reads. Callers read unfinished tasks
+// again with GetTask.
 func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstore.TaskRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	stream := "KV_" + taskstore.BucketTasks
+	stream := taskstore.StreamEvents
 	cons, err := a.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject:     "$KV." + taskstore.BucketTasks + ".>",
+		FilterSubject:     taskstore.EventsSubject(">"),
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
@@ -342,6 +414,12 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 		_ = a.js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
 		dcancel()
 	}()
+	// running: tasks whose last message holds no snapshot.
+	type running struct {
+		id         string
+		last, base uint64
+	}
+	var todo []running
 	want := cons.CachedInfo().NumPending
 	var out []taskstore.TaskRecord
 	read := uint64(0)
@@ -354,14 +432,24 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 		for m := range batch.Messages() {
 			got++
 			read++
-			if op := m.Headers().Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			id, ok := taskstore.TaskIDOfEvent(m.Subject())
+			if !ok {
 				continue
 			}
-			var r taskstore.TaskRecord
-			if err := json.Unmarshal(m.Data(), &r); err != nil {
+			rec, err := snapshotOf(m.Headers(), m.Data())
+			if err != nil {
 				return out, fmt.Errorf("%s: %w", m.Subject(), err)
 			}
-			out = append(out, r)
+			if rec != nil {
+				out = append(out, *rec)
+				continue
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", m.Subject(), err)
+			}
+			base, _ := strconv.ParseUint(m.Headers().Get(baseHeader), 10, 64)
+			todo = append(todo, running{id: id, last: meta.Sequence.Stream, base: base})
 		}
 		if err := batch.Error(); err != nil {
 			return out, err
@@ -376,5 +464,59 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 	if read < want {
 		return out, fmt.Errorf("read %d of %d entries", read, want)
 	}
+	for _, r := range todo {
+		rec, err := a.foldTask(ctx, r.id, r.base, r.last)
+		if err != nil {
+			return out, fmt.Errorf("task %s: %w", r.id, err)
+		}
+		out = append(out, *rec)
+	}
 	return out, nil
+}
+
+// foldTask reads task id from its log's leader: the first message holding
+// a snapshot at or after sequence from (a batch's base), and the events
+// of the messages after it up to sequence last folded onto its task. A
+// log holding no snapshot there (its head aged out) gives a record with
+// only the task's id, which no agent's check takes.
+func (a *admin) foldTask(ctx context.Context, id string, from, last uint64) (*taskstore.TaskRecord, error) {
+	subj := taskstore.EventsSubject(id)
+	var rec *taskstore.TaskRecord
+	next := max(from, 1)
+	for i := 0; i < 20_000 && next <= last; i++ {
+		m, err := a.nextMsg(ctx, subj, next)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil || m.Seq > last {
+			break
+		}
+		next = m.Seq + 1
+		hdr, err := m.header()
+		if err != nil {
+			return nil, err
+		}
+		snap, err := snapshotOf(hdr, m.Data)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.Seq, err)
+		}
+		if snap != nil {
+			rec = snap
+			continue
+		}
+		if rec == nil {
+			continue // before any snapshot: nothing to fold onto
+		}
+		evs, err := taskstore.EventsOf(m.Seq, hdr, m.Data)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.Seq, err)
+		}
+		for _, ev := range evs {
+			rec.Task.Apply(ev.Resp)
+		}
+	}
+	if rec == nil {
+		return &taskstore.TaskRecord{Task: a2a.Task{ID: id}}, nil
+	}
+	return rec, nil
 }
