@@ -284,7 +284,15 @@ func (b *Store) AppendEvents(ctx context.Context, id string, rec *TaskRecord, mu
 		}
 		hdr := logHeader(formBatch, len(evs), opts.Run, snap, rec.base)
 		hdr.Set(hdrState, string(next.Task.Status.State))
+		// The index entry of a new status goes out with the append (no
+		// round trip of its own) and is stored before anyone is told the
+		// task settled: a client that saw a task end and sends the next
+		// finds them listed in that order (the spec lists tasks newest
+		// status first). An entry of an append that loses its
+		// compare-and-set is a hint that the next status rewrites.
+		indexed := b.indexAsync(next)
 		seq, err := b.publishLog(ctx, id, data, hdr, SeqOf(rec.LastSeq))
+		indexed(ctx)
 		if bus.IsWrongLastSeq(err) {
 			if rec, err = b.forward(ctx, id, rec); err != nil {
 				return nil, nil, err
@@ -301,7 +309,6 @@ func (b *Store) AppendEvents(ctx context.Context, id string, rec *TaskRecord, mu
 		if next.Task.Status.State.Final() {
 			b.notifySettled(next, task)
 		}
-		b.indexAsync(next)(ctx)
 		return next, evs, nil
 	}
 	return rec, nil, ErrContention
