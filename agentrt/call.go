@@ -153,15 +153,14 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 			return nil, err
 		}
 	} else {
-		turn.TaskID, turn.TaskMetadata = uuid.NewString(), m.metadata()
+		turn.TaskKey, turn.TaskMetadata = uuid.NewString(), m.metadata()
 		if p := m.parent; p != nil {
 			// The task id follows from the calling turn and the message,
 			// so a re-run of the turn meets the task it created before; it
-			// is derived as every task id is (taskstore.DeriveTaskID),
-			// keyed by the calling task where a client's key is its
-			// messageId.
+			// is minted as every task id is (taskstore.MintTaskID), keyed
+			// by the calling task where a client's key is its messageId.
 			turn.Owner = p.owner
-			turn.TaskID = taskstore.DeriveTaskID(agent, turn.Owner, "delegated\x00"+p.TaskID+"\x00"+msg.MessageID)
+			turn.TaskKey = "delegated\x00" + p.TaskID + "\x00" + msg.MessageID
 			if turn.Message.ContextID == "" {
 				turn.Message.ContextID = p.ContextID
 			}
@@ -177,7 +176,7 @@ func (m *Mesh) Send(ctx context.Context, agent string, msg a2a.Message) (task *a
 	}
 	defer sub.Close()
 	if p := m.parent; p != nil && msg.TaskID == "" {
-		m.recordDelegation(ctx, p.TaskID, agent, turn.TaskID)
+		m.recordDelegation(ctx, p.TaskID, agent, sub.Task.Task.ID)
 	}
 	if sub.Task.Task.Status.State.Final() {
 		return &sub.Task.Task, nil // a re-run found the delegated task settled

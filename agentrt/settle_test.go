@@ -5,7 +5,7 @@ package agentrt_test
 // and the turn run again, never be acked with the task left working or be
 // failed for the bus's fault.
 //
-// The bus refusal is real: the test lowers the A2A_EVENTS stream's
+// The bus refusal is real: the test lowers the A2A_LOG stream's
 // max_msg_size, so JetStream itself rejects the append ("message size
 // exceeds maximum allowed", a non-transient API error) at the exact point
 // under test, over a live connection (acks and naks still get through).
@@ -39,13 +39,13 @@ func capEvents(t *testing.T, b *taskstore.Store, size int32) int32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
+	s, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
 	prev := cfg.MaxMsgSize
 	cfg.MaxMsgSize = size
 	_, err = b.Bus().JetStream().UpdateStream(ctx, cfg)
-	require.NoError(t, err, "set max_msg_size of %s to %d", taskstore.StreamEvents, size)
+	require.NoError(t, err, "set max_msg_size of %s to %d", taskstore.StreamLog, size)
 	return prev
 }
 
@@ -211,7 +211,7 @@ func (r *refused) Run(ctx context.Context, req *agentrt.Request, w agentrt.Event
 	tiny := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s, err := r.b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
+		s, err := r.b.Bus().JetStream().Stream(ctx, taskstore.StreamLog)
 		if err != nil {
 			panic(err)
 		}

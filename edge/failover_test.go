@@ -258,7 +258,7 @@ func TestStreamReopensItsReader(t *testing.T) {
 	w.append(ctx, 2)
 
 	js := f.worker.Bus().JetStream()
-	s, err := js.Stream(ctx, taskstore.StreamEvents)
+	s, err := js.Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
 	open := cfg.MaxConsumers
@@ -267,7 +267,7 @@ func TestStreamReopensItsReader(t *testing.T) {
 	require.NoError(t, err)
 	// Every consumer slot taken: the stream's reader cannot be created.
 	for i := s.CachedInfo().State.Consumers; i < cfg.MaxConsumers; i++ {
-		_, err := js.OrderedConsumer(ctx, taskstore.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.none"}})
+		_, err := js.OrderedConsumer(ctx, taskstore.StreamLog, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.task.none"}})
 		require.NoError(t, err)
 	}
 
@@ -303,14 +303,14 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	got := make(chan sseResult, 1)
 	go func() { got <- readStream(f.srv.URL, id, w.seqs[0], 90*time.Second) }()
 	js := f.worker.Bus().JetStream()
-	events, err := js.Stream(ctx, taskstore.StreamEvents)
+	events, err := js.Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	var reader string // the consumer the stream reads
 	require.True(t, natstest.Eventually(ctx, 10*time.Second, func() bool {
 		for info := range events.ListConsumers(ctx).Info() {
 			// The edge's event feed: one ephemeral consumer of every
 			// task's events (bus/fanout.go), which the stream reads.
-			if info.Config.Durable == "" && info.Config.FilterSubject == "a2a.events.>" {
+			if info.Config.Durable == "" && info.Config.FilterSubject == taskstore.LogSubjects {
 				reader = info.Name
 				return true
 			}
@@ -319,9 +319,9 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	}), "the stream's reader")
 	// One consumer fewer allowed than there are (a lower limit keeps the
 	// existing ones), then the reader's consumer goes: none can be created.
-	_, err = js.OrderedConsumer(ctx, taskstore.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.none"}})
+	_, err = js.OrderedConsumer(ctx, taskstore.StreamLog, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.task.none"}})
 	require.NoError(t, err)
-	s, err := js.Stream(ctx, taskstore.StreamEvents)
+	s, err := js.Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
 	open := cfg.MaxConsumers
@@ -329,7 +329,7 @@ func TestStreamReplacesALostReader(t *testing.T) {
 	require.Positive(t, cfg.MaxConsumers)
 	_, err = js.UpdateStream(ctx, cfg)
 	require.NoError(t, err)
-	require.NoError(t, js.DeleteConsumer(ctx, taskstore.StreamEvents, reader))
+	require.NoError(t, js.DeleteConsumer(ctx, taskstore.StreamLog, reader))
 
 	w.append(ctx, 2) // appended while no reader can be created
 	// the service's stream probe: after 5s quiet, then three asks 1s apart

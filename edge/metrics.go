@@ -21,7 +21,7 @@ func (e *Edge) watchMetrics() {
 	}
 	m.SetRegistrySize(func() int { return len(e.reg.Agents()) })
 	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamWork))
-	m.AddConsumers(metrics.StreamConsumers(e.bus, taskstore.StreamEvents, bus.ConsumerPushDispatch))
+	m.AddConsumers(metrics.StreamConsumers(e.bus, taskstore.StreamLog, bus.ConsumerPushDispatch))
 	m.AddConsumers(metrics.StreamConsumers(e.bus, push.StreamOut, push.ConsumerDeliver))
 }
 

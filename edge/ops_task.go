@@ -161,7 +161,7 @@ func (e *Edge) serveTaskDelegations(w http.ResponseWriter, r *http.Request) {
 	doc.More = more
 	for _, d := range kids {
 		l := taskLink{TaskID: d.TaskID, Agent: d.Agent, Time: &d.Time}
-		if rec, err := e.store.PeekTask(ctx, d.TaskID); err == nil {
+		if rec, err := e.store.LoadTask(ctx, d.TaskID); err == nil {
 			l.State = rec.Task.Status.State
 		}
 		doc.Children = append(doc.Children, l)
@@ -237,7 +237,7 @@ func (e *Edge) serveTaskTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := taskTraceDoc{TaskID: id, Query: e.cfg.JaegerQuery != "", Spans: []traceSpan{}}
-	rec, err := e.store.PeekTask(ctx, id)
+	rec, err := e.store.LoadTask(ctx, id)
 	if err != nil && !errors.Is(err, taskstore.ErrTaskNotFound) {
 		e.opsUnavailable(w, "trace", id, err)
 		return

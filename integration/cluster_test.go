@@ -139,7 +139,7 @@ func (w *clusterRegistryWatch) stop(budget time.Duration) (caughtUp, missing tim
 
 // clusterAssets are the replicated streams of the layout (KV buckets are
 // streams named KV_<bucket>).
-var clusterAssets = []string{bus.StreamWork, taskstore.StreamEvents, bus.StreamDead, taskstore.StreamIndex, taskstore.StreamCounts, taskstore.StreamDelegations, "KV_" + bus.BucketRegistry, "KV_" + bus.BucketLeases}
+var clusterAssets = []string{bus.StreamWork, taskstore.StreamLog, bus.StreamDead, taskstore.StreamCounts, taskstore.StreamDelegations, "KV_" + bus.BucketRegistry, "KV_" + bus.BucketLeases}
 
 // clusterNode is one nats-server of the cluster: embedded in this process,
 // or (bin set) an `a2amesh nats` child process, so it can be SIGKILLed.
@@ -557,7 +557,7 @@ func (c *clusterClient) getState(id string) (string, string) {
 func clusterTimeline(b *taskstore.Store, id string, t0 time.Time) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	events, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
+	events, err := b.Bus().JetStream().Stream(ctx, taskstore.StreamLog)
 	if err != nil {
 		return err.Error()
 	}

@@ -312,7 +312,7 @@ func purgeTasks(t *testing.T, b *taskstore.Store, tasks map[string]string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	js := b.Bus().JetStream()
-	events, err := js.Stream(ctx, taskstore.StreamEvents)
+	events, err := js.Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	for id := range tasks {
 		require.NoError(t, events.Purge(ctx, jetstream.WithPurgeSubject(taskstore.EventsSubject(id))))

@@ -297,7 +297,7 @@ func TestDiskFullOneNodeOfThree(t *testing.T) {
 	// n2 catches up: every stream's replicas current.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, name := range []string{taskstore.StreamEvents, bus.StreamWork} {
+	for _, name := range []string{taskstore.StreamLog, bus.StreamWork} {
 		for {
 			s, err := m.bus.Bus().JetStream().Stream(ctx, name)
 			require.NoError(t, err)

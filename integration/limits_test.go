@@ -158,7 +158,7 @@ func TestRetentionEvictedTaskIsNotFound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), rawCallTimeout)
 	defer cancel()
 	// A task is its log: the events stream's subjects are the tasks kept.
-	events, err := m.Bus().JetStream().Stream(ctx, taskstore.StreamEvents)
+	events, err := m.Bus().JetStream().Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	info, err := events.Info(ctx)
 	require.NoError(t, err)

@@ -107,7 +107,7 @@ func TestReadAfterWriteThroughEachNode(t *testing.T) {
 						}
 						for j, r := range buses {
 							// PeekTask is the worker's first read of a task it was handed.
-							_, err := rawRead(ctx, func(c context.Context) (*taskstore.TaskRecord, error) { return r.PeekTask(c, id) })
+							_, err := rawRead(ctx, func(c context.Context) (*taskstore.TaskRecord, error) { return r.LoadTask(c, id) })
 							if errors.Is(err, taskstore.ErrTaskNotFound) {
 								mu.Lock()
 								missed = append(missed, fmt.Sprintf("%s written via node %d, read via node %d", id, via[(g+i)%len(via)], j))

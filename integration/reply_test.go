@@ -54,7 +54,7 @@ func startReplyMesh(t *testing.T) *replyMesh {
 // replyID is the id of the hidden task a send to agent with messageID
 // created (no credentials: no owner).
 func replyID(agent, messageID string) string {
-	return taskstore.DeriveTaskID(agent, "", messageID+"\x00")
+	return taskstore.DeriveTaskID(agent, "", "", messageID)
 }
 
 // requireHiddenReplyTask checks the task a message reply was recorded in

@@ -21,7 +21,7 @@ import (
 //	A2A_PUSH_OUT   stream, WorkQueue    a2a.pushout.<taskId>  one delivery job per (event, config)
 //	A2A_PUSH_KEYS  KV                   signing               the push-signing key, when not from a file (keys.go)
 //	A2A_PUSH_LOG   stream, Limits       a2a.pushlog.<taskId>.<configId>  last delivery attempts (log.go)
-//	push_dispatch  consumer on A2A_EVENTS (AckAll): turns events into jobs
+//	push_dispatch  consumer on A2A_LOG (AckAll): turns events into jobs
 //	push_deliver   consumer on A2A_PUSH_OUT (explicit ack): POSTs them
 //
 // The bucket's name and the dispatch consumer's are bus's (bus.BucketPush,

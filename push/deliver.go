@@ -341,7 +341,7 @@ func (d *Deliverer) startSpan(ctx context.Context, job *Job, attempt uint64) (co
 	if !tracing.Enabled() {
 		return ctx, noopSpan
 	}
-	if rec, err := d.tasks.PeekTask(ctx, job.TaskID); err == nil {
+	if rec, err := d.tasks.LoadTask(ctx, job.TaskID); err == nil {
 		if sc, ok := tracing.ParseTraceparent(rec.Trace); ok {
 			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}

@@ -142,7 +142,7 @@ func (d *Deliverer) dispatch(ctx context.Context, group []*bus.Msg) {
 		}
 	}
 	for _, m := range group {
-		taskID, ok := taskstore.TaskIDOfEvent(m.Subject())
+		taskID, ok := taskstore.TaskIDOf(m.Subject())
 		if !ok {
 			continue
 		}

@@ -48,7 +48,7 @@ func TestRequiredExtensionRefusesACallWithoutIt(t *testing.T) {
 	}
 	requireNotRecorded := func(agent, messageID string) {
 		t.Helper()
-		_, err := b.LoadTask(ctx, taskstore.DeriveTaskID(agent, "alice", messageID+"\x00"))
+		_, err := b.LoadTask(ctx, taskstore.DeriveTaskID(agent, "alice", "", messageID))
 		require.True(t, errors.Is(err, taskstore.ErrTaskNotFound), "the refused send recorded a task (err %v)", err)
 	}
 

@@ -106,7 +106,7 @@ func TestMessageReplyRetryGetsTheSameMessage(t *testing.T) {
 
 	// The task the reply was recorded in is on the bus, ended as the
 	// reply, and no task method finds it.
-	id := taskstore.DeriveTaskID("replier", "alice", mid+"\x00")
+	id := taskstore.DeriveTaskID("replier", "alice", "", mid)
 	rec, err := b.LoadTask(ctx, id)
 	require.NoError(t, err)
 	require.True(t, rec.Task.IsReply())

@@ -147,12 +147,9 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		if state != "" && e.State != state {
 			return false
 		}
-		if !after.IsZero() {
-			if t, err := a2a.ParseTime(e.StatusTime); err == nil && t.Before(after) {
-				return false
-			}
-		}
-		return true
+		// The message that set the status was written after the status
+		// was stamped, within indexSkew of it.
+		return after.IsZero() || !e.Written.Add(indexSkew).Before(after)
 	}
 	hint := func(e taskstore.IndexEntry) bool { return !e.State.Terminal() || passes(e) }
 	var (
@@ -171,12 +168,18 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		if !hint(e) {
 			return nil, nil
 		}
-		r, err := s.store.ReadTask(ctx, e.TaskID)
+		r, err := s.store.LoadTask(ctx, e.TaskID)
 		if errors.Is(err, taskstore.ErrTaskNotFound) {
 			return nil, nil // evicted or expired since
 		}
 		if err != nil || !keep(r) {
 			return nil, err
+		}
+		if !e.Current(r) {
+			// An older message of a task that changed since: the task is
+			// listed where its last message is (above, on an earlier
+			// page, or at the front when it changed during this one).
+			return nil, nil
 		}
 		return r, nil
 	}
@@ -335,6 +338,9 @@ func (s *Service) countTasks(ctx context.Context, q taskstore.IndexQuery, filter
 	if all <= listCountBound {
 		n, read := 0, 0
 		err := s.store.ReadIndex(ctx, q, time.Time{}, func(e taskstore.IndexEntry) bool {
+			if e.Reply {
+				return true // not listed
+			}
 			if read++; read > listCountBound {
 				return false // more than the count said: estimate below
 			}

@@ -85,7 +85,6 @@ func settled(m *nats.Msg) *TaskRecord {
 	}
 	rec.LastSeq, _ = strconv.ParseUint(m.Header.Get(hdrPos), 10, 64)
 	rec.base, rec.sinceBase = SeqOf(rec.LastSeq), 0
-	rec.indexed = indexKey(&rec)
 	return &rec
 }
 

@@ -93,7 +93,7 @@ func TestReadYourWritesOnCluster(t *testing.T) {
 		rec, err := w.CreateTask(ctx, newRecord(id))
 		require.NoError(t, err)
 		for j, r := range buses {
-			got, err := r.PeekTask(ctx, id)
+			got, err := r.LoadTask(ctx, id)
 			switch {
 			case errors.Is(err, ErrTaskNotFound):
 				missed = append(missed, fmt.Sprintf("%s created via n%d, read via n%d", id, i%3, j))

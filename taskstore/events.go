@@ -21,10 +21,10 @@ import (
 // new consumer starts at new events: nothing before push was enabled has
 // a config.
 func (b *Store) DispatchConsumer(ctx context.Context, maxPending int, ackWait time.Duration) (bus.Consumer, error) {
-	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamEvents, jetstream.ConsumerConfig{
+	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamLog, jetstream.ConsumerConfig{
 		Durable:       bus.ConsumerPushDispatch,
 		Description:   "a2amesh: edges turning task events into push deliveries",
-		FilterSubject: subjEventsPrefix + "*",
+		FilterSubject: subjLogPrefix + ">", // aliases too: TaskIDOf skips them
 		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       ackWait,
 		MaxAckPending: maxPending,
@@ -38,14 +38,14 @@ func (b *Store) DispatchConsumer(ctx context.Context, maxPending int, ackWait ti
 
 // EventAt reads the event of a task's log at position pos (Pos).
 func (b *Store) EventAt(ctx context.Context, taskID string, pos uint64) (*a2a.StreamResponse, error) {
-	m, err := b.events.GetMsg(ctx, SeqOf(pos))
+	m, err := b.log.GetMsg(ctx, SeqOf(pos))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, ErrTaskNotFound
 		}
 		return nil, fmt.Errorf("bus: read event %d: %w", pos, err)
 	}
-	if m.Subject != EventsSubject(taskID) {
+	if id, ok := TaskIDOf(m.Subject); !ok || id != taskID {
 		return nil, ErrTaskNotFound
 	}
 	evs, err := EventsOf(m.Sequence, m.Header, m.Data)
@@ -58,22 +58,20 @@ func (b *Store) EventAt(ctx context.Context, taskID string, pos uint64) (*a2a.St
 	return nil, ErrTaskNotFound
 }
 
-// TaskIDOfEvent returns the task id of an events-stream subject.
-func TaskIDOfEvent(subject string) (string, bool) {
-	if len(subject) <= len(subjEventsPrefix) || subject[:len(subjEventsPrefix)] != subjEventsPrefix {
-		return "", false
-	}
-	return subject[len(subjEventsPrefix):], true
-}
-
 // EventSeqsAfter returns the positions of a task's events after position
 // after, at most max of them, in order.
 func (b *Store) EventSeqsAfter(ctx context.Context, taskID string, after uint64, max int) ([]uint64, error) {
-	subj := EventsSubject(taskID)
+	subj, err := b.subject(ctx, taskID)
+	if errors.Is(err, ErrTaskNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	var out []uint64
 	next := SeqOf(after)
 	for len(out) < max {
-		m, err := b.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
+		m, err := b.log.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}

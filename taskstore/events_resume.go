@@ -25,11 +25,18 @@ func (b *Store) LastEventSeq(ctx context.Context, id string) (uint64, error) {
 	if !bus.ValidToken(id) {
 		return 0, nil
 	}
-	req, err := json.Marshal(map[string]string{"last_by_subj": EventsSubject(id)})
+	subj, err := b.subject(ctx, id)
+	if errors.Is(err, ErrTaskNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bus: last event of %s: %w", id, err)
+	}
+	req, err := json.Marshal(map[string]string{"last_by_subj": subj})
 	if err != nil {
 		return 0, err
 	}
-	msg, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+StreamEvents, req)
+	msg, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+StreamLog, req)
 	if err != nil {
 		return 0, fmt.Errorf("bus: last event of %s: %w", id, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,7 +162,7 @@ func (f *feed) run(ctx context.Context) {
 			return
 		}
 		actx, cancel := context.WithTimeout(ctx, feedAttempt)
-		info, err := f.b.events.Info(actx)
+		info, err := f.b.log.Info(actx)
 		cancel()
 		if err == nil {
 			f.mu.Lock()
@@ -205,8 +204,8 @@ func (f *feed) follow(ctx context.Context) error {
 	f.mu.Unlock()
 	reconnects := f.b.nc.Stats().Reconnects
 	cctx, cancel := context.WithTimeout(ctx, feedAttempt)
-	cons, err := f.b.js.CreateConsumer(cctx, StreamEvents, jetstream.ConsumerConfig{
-		FilterSubject:     subjEventsPrefix + ">",
+	cons, err := f.b.js.CreateConsumer(cctx, StreamLog, jetstream.ConsumerConfig{
+		FilterSubject:     subjLogPrefix + ">",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       after + 1,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -226,7 +225,7 @@ func (f *feed) follow(ctx context.Context) error {
 		go func() { // best effort, bounded: the inactive threshold removes it otherwise
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_ = f.b.js.DeleteConsumer(dctx, StreamEvents, name)
+			_ = f.b.js.DeleteConsumer(dctx, StreamLog, name)
 		}()
 	}()
 	it, err := cons.Messages(jetstream.PullMaxMessages(feedBatch), jetstream.PullHeartbeat(followHeartbeat))
@@ -307,7 +306,10 @@ var errFeedStalled = errors.New("the consumer is behind and delivers nothing")
 
 // dispatch queues one event for the tails of its task.
 func (f *feed) dispatch(seq uint64, subject string, hdr nats.Header, data []byte) {
-	id := strings.TrimPrefix(subject, subjEventsPrefix)
+	id, ok := TaskIDOf(subject)
+	if !ok {
+		return // an alias
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if seq <= f.pos {
@@ -328,6 +330,7 @@ type EventTail struct {
 	f        *feed
 	b        *Store
 	id       string
+	subj     string // the task's log ("": it has none)
 	last     uint64 // the position of the last event handed out (or the start)
 	catching bool   // reading the log before the queue
 	notify   chan struct{}
@@ -358,8 +361,12 @@ var closedChan = func() chan struct{} {
 // position afterSeq (Pos). It
 // fails when the event feed cannot start (JetStream does not answer).
 func (b *Store) TailEvents(ctx context.Context, id string, afterSeq uint64) (*EventTail, error) {
+	subj, err := b.subject(ctx, id)
+	if err != nil && !errors.Is(err, ErrTaskNotFound) {
+		return nil, err
+	}
 	f := b.acquireFeed()
-	t := &EventTail{f: f, b: b, id: id, last: afterSeq, catching: true, notify: make(chan struct{}, 1)}
+	t := &EventTail{f: f, b: b, id: id, subj: subj, last: afterSeq, catching: true, notify: make(chan struct{}, 1)}
 	f.mu.Lock()
 	ts := f.tails[id]
 	if ts == nil {
@@ -472,9 +479,12 @@ func (t *EventTail) Next(ctx context.Context) (ev Event, ok bool, err error) {
 // last one, or the next.
 func (t *EventTail) readLog(ctx context.Context) (Event, bool, error) {
 	from := max(SeqOf(t.last), 1)
+	if t.subj == "" {
+		return Event{}, false, nil
+	}
 	for range 2 {
 		rctx, cancel := context.WithTimeout(ctx, tailRead)
-		m, err := t.b.events.GetMsg(rctx, from, jetstream.WithGetMsgSubject(EventsSubject(t.id)))
+		m, err := t.b.log.GetMsg(rctx, from, jetstream.WithGetMsgSubject(t.subj))
 		cancel()
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return Event{}, false, nil

@@ -133,7 +133,7 @@ func TestTrimRemovesIndexEntries(t *testing.T) {
 	}
 	_, err := b.Trim(ctx)
 	require.NoError(t, err)
-	info, err := b.events.Info(ctx)
+	info, err := b.log.Info(ctx)
 	require.NoError(t, err)
 	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
 	require.NoError(t, err)

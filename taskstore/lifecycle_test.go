@@ -89,7 +89,7 @@ func TestSubmitStartsTaskAndEnqueuesItsTurn(t *testing.T) {
 	require.NoError(t, err)
 	rec := sub.Task
 	assert.False(t, sub.Replay)
-	assert.Equal(t, taskstore.DeriveTaskID("echo", "alice", msg.MessageID+"\x00"), rec.Task.ID, "the id derives from the messageId")
+	assert.Equal(t, taskstore.DeriveTaskID("echo", "alice", "", msg.MessageID), rec.Task.ID, "the id derives from the messageId")
 	assert.NotEmpty(t, rec.Task.ContextID)
 	assert.Equal(t, a2a.StateSubmitted, rec.Task.Status.State)
 	assert.Equal(t, "alice", rec.Owner)
@@ -268,7 +268,7 @@ func TestQueueFullFailsTheTask(t *testing.T) {
 	assert.Contains(t, ae.Message, "at capacity")
 	assert.ErrorIs(t, err, bus.ErrQueueFull)
 
-	rec, err := lc.Get(ctx, taskstore.DeriveTaskID("echo", "alice", turn.Message.MessageID+"\x00"))
+	rec, err := lc.Get(ctx, taskstore.DeriveTaskID("echo", "alice", "", turn.Message.MessageID))
 	require.NoError(t, err)
 	assert.Equal(t, a2a.StateFailed, rec.Task.Status.State, "the task is not left waiting")
 	assert.Contains(t, rec.Task.Status.Message.Text(), "queue for agent echo is full")

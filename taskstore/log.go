@@ -40,6 +40,7 @@ const (
 	hdrBase  = "A2a-Base"
 	hdrCount = "A2a-N"
 	hdrState = "A2a-State"
+	hdrReply = "A2a-Reply"
 
 	formCreate = "c"
 	formBatch  = "b"
@@ -167,7 +168,6 @@ func decodeLog(seq uint64, at time.Time, hdr nats.Header, data []byte) (*logMsg,
 	if m.snap != nil {
 		m.snap.LastSeq = m.last()
 		m.snap.base, m.snap.sinceBase = seq, 0
-		m.snap.indexed = indexKey(m.snap) // written with its entry
 	}
 	return m, nil
 }
@@ -214,8 +214,12 @@ func fold(rec *TaskRecord, m *logMsg) (*TaskRecord, error) {
 
 // lastMsg reads the last message of task id's log.
 func (b *Store) lastMsg(ctx context.Context, id string) (*logMsg, error) {
+	subj, err := b.subject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := bus.Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
-		return b.events.GetLastMsgForSubject(c, EventsSubject(id))
+		return b.log.GetLastMsgForSubject(c, subj)
 	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, ErrTaskNotFound
@@ -229,8 +233,15 @@ func (b *Store) lastMsg(ctx context.Context, id string) (*logMsg, error) {
 // msgFrom reads the first message of task id's log at or after seq
 // (ErrMsgNotFound: none).
 func (b *Store) msgFrom(ctx context.Context, id string, seq uint64) (*logMsg, error) {
+	subj, err := b.subject(ctx, id)
+	if errors.Is(err, ErrTaskNotFound) {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
 	raw, err := bus.Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
-		return b.events.GetMsg(c, seq, jetstream.WithGetMsgSubject(EventsSubject(id)))
+		return b.log.GetMsg(c, seq, jetstream.WithGetMsgSubject(subj))
 	})
 	if err != nil {
 		return nil, err
@@ -286,9 +297,19 @@ func (b *Store) foldRange(ctx context.Context, id string, rec *TaskRecord, from,
 	return rec, nil
 }
 
-// logHeader is the header of a message appended after rec.
-func logHeader(form string, n int, run string, snap bool, base uint64) nats.Header {
+// logHeader is the header of a message of n events that leaves the task
+// as next. Besides what a reader of the log needs (form, count, base,
+// run), it says what a listing filters on without reading the body: the
+// task's agent, its owner's hash, its state after the message, and
+// whether it answered its send with a message (list.go).
+func logHeader(form string, n int, run string, snap bool, base uint64, next *TaskRecord) nats.Header {
 	h := nats.Header{hdrForm: []string{form}}
+	h.Set(hdrAgent, next.Agent)
+	h.Set(hdrOwner, hashToken(next.Owner))
+	h.Set(hdrState, string(next.Task.Status.State))
+	if next.Task.IsReply() {
+		h.Set(hdrReply, "1")
+	}
 	if n > 1 {
 		h.Set(hdrCount, strconv.Itoa(n))
 	}
@@ -339,6 +360,5 @@ func DecodeWorkTask(data []byte, id string) *TaskRecord {
 		return nil
 	}
 	w.Rec.LastSeq, w.Rec.base, w.Rec.sinceBase = w.LastSeq, w.Base, w.SinceBase
-	w.Rec.indexed = indexKey(w.Rec)
 	return w.Rec
 }

@@ -282,7 +282,7 @@ func (b *Store) trim(ctx context.Context, renew func() bool) (trimState, error) 
 	// need reads the levels: how many tasks (or messages) are over the
 	// marks, and where the log starts.
 	need := func() (int, uint64, error) {
-		ei, err := b.events.Info(ctx)
+		ei, err := b.log.Info(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -317,7 +317,7 @@ func (b *Store) trim(ctx context.Context, renew func() bool) (trimState, error) 
 	for read := 0; read < trimBatch; {
 		// A task is a message or two of the front: read twice what is
 		// needed, at most trimCheck, before looking at the levels again.
-		batch, err := b.readFront(ctx, StreamEvents, first, min(trimCheck, 2*n+16))
+		batch, err := b.readFront(ctx, StreamLog, first, min(trimCheck, 2*n+16))
 		if err != nil || len(batch) == 0 {
 			return st, err
 		}
@@ -412,9 +412,13 @@ func (b *Store) readFront(ctx context.Context, stream string, first uint64, n in
 // evictParallel bounds the evictions Trim runs at once.
 const evictParallel = 32
 
-// isLast reports whether log message m is its task's last message.
+// isLast reports whether log message m is its task's last message (an
+// alias never is: it goes with its task).
 func (b *Store) isLast(ctx context.Context, m *jetstream.RawStreamMsg) (bool, error) {
-	last, err := b.events.GetLastMsgForSubject(ctx, m.Subject)
+	if _, ok := TaskIDOf(m.Subject); !ok {
+		return false, nil
+	}
+	last, err := b.log.GetLastMsgForSubject(ctx, m.Subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil // evicted meanwhile
 	}
@@ -426,33 +430,33 @@ func (b *Store) isLast(ctx context.Context, m *jetstream.RawStreamMsg) (bool, er
 
 // evict removes the task whose last log message is m: its log (below m's
 // successor, so an append racing the eviction fails its compare-and-set
-// and finds the task gone), push configs and index entry.
+// and finds the task gone), its alias, its push configs, and its count
+// (m's headers name its owner and agent). Of trimmers evicting the same
+// task at once, the one whose purge removed it counts it.
 func (b *Store) evict(ctx context.Context, push jetstream.Stream, m *jetstream.RawStreamMsg) (bool, error) {
-	id, ok := TaskIDOfEvent(m.Subject)
+	id, ok := TaskIDOf(m.Subject)
 	if !ok {
 		return false, nil
 	}
-	// What its index entry is named by: the task as the log holds it.
-	var rec *TaskRecord
-	if lm, err := decodeRaw(m); err == nil && lm.snap != nil {
-		rec = lm.snap
-	} else if r, err := b.readTask(ctx, id); err == nil {
-		rec = r
-	}
-	if err := b.events.Purge(ctx, jetstream.WithPurgeSubject(m.Subject), jetstream.WithPurgeSequence(m.Sequence+1)); err != nil {
+	n, err := b.purgeSubject(ctx, StreamLog, m.Subject, m.Sequence+1)
+	if err != nil {
 		return false, err
+	}
+	if n > 0 && m.Header.Get(hdrReply) == "" {
+		b.countHashed(m.Header.Get(hdrOwner), m.Header.Get(hdrAgent), -1)
+	}
+	if _, minted := mintedSubject(id); !minted {
+		if _, err := b.purgeSubject(ctx, StreamLog, aliasSubject(id), 0); err != nil {
+			return true, err
+		}
+		b.aliases.m.Delete(id)
 	}
 	if push != nil {
 		if err := push.Purge(ctx, jetstream.WithPurgeSubject("$KV."+bus.BucketPush+"."+id+".>")); err != nil {
 			return true, err
 		}
 	}
-	if rec != nil {
-		if err := b.removeIndex(ctx, rec); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+	return n > 0, nil
 }
 
 // indexed is 0..len(batch)-1.

@@ -32,7 +32,7 @@ func logTasks(t *testing.T, b *Store) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	info, err := b.events.Info(ctx)
+	info, err := b.log.Info(ctx)
 	require.NoError(t, err)
 	return uint64(info.State.NumSubjects)
 }
@@ -54,7 +54,7 @@ func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
 	b := openTestStore(t, bus.Config{MaxTasks: maxTasks, MaxTaskEvents: 8, MaxEvents: 100})
 	ctx := context.Background()
 
-	ec := b.events.CachedInfo().Config
+	ec := b.log.CachedInfo().Config
 	assert.Equal(t, jetstream.DiscardNew, ec.Discard)
 	assert.True(t, ec.DiscardNewPerSubject)
 	assert.Equal(t, int64(8), ec.MaxMsgsPerSubject)
@@ -285,7 +285,7 @@ func TestRetentionReopenUpdatesBounds(t *testing.T) {
 		b, err := openOn(ctx, nc, cfg)
 		require.NoError(t, err)
 		want := b.Config()
-		ei, err := b.events.Info(ctx)
+		ei, err := b.log.Info(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, want.MaxTaskEvents, ei.Config.MaxMsgsPerSubject)
 		assert.Equal(t, want.MaxTasks*bus.EventsPerTask, ei.Config.MaxMsgs)
@@ -331,7 +331,7 @@ func TestTrimEvictsABatchWhole(t *testing.T) {
 	for i := 0; i < n; i++ {
 		rec, err := b.LoadTask(ctx, id(i))
 		if errors.Is(err, ErrTaskNotFound) {
-			subj, err := b.events.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
+			subj, err := b.log.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
 			require.NoError(t, err)
 			assert.Zero(t, subj.State.Subjects[EventsSubject(id(i))], "%s evicted: its log goes too", id(i))
 			_, err = b.indexStream.GetLastMsgForSubject(ctx, indexSubject(newRecord(id(i))))
@@ -349,7 +349,7 @@ func TestTrimEvictsABatchWhole(t *testing.T) {
 			want = a2a.StateWorking
 		}
 		assert.Equal(t, want, rec.Task.Status.State, id(i))
-		subj, err := b.events.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
+		subj, err := b.log.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
 		require.NoError(t, err)
 		assert.Equal(t, subj.State.Subjects[EventsSubject(id(i))], uint64(rec.Events), "%s kept whole", id(i))
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 )
 
-// Store is the mesh's task store on one bus connection: every task's log,
-// the snapshots read as tasks, the index ListTasks pages through, the
-// counts, the delegation record and the retention that bounds them all. It
+// Store is the mesh's task store on one bus connection: every task's log
+// (read as the task, and paged through by ListTasks), the counts, the
+// delegation record and the retention that bounds them all. It
 // is safe for concurrent use. Its upkeep (retention) is Run, which the
 // host runs for as long as it uses the store.
 type Store struct {
@@ -21,13 +21,12 @@ type Store struct {
 	js  jetstream.JetStream
 	cfg bus.Config
 
-	events jetstream.Stream
-	// legacy is the snapshot bucket of a store written before snapshots
-	// moved into the log (nil when there is none): read for tasks whose
-	// log no longer starts with their creation (legacy.go).
-	legacy jetstream.KeyValue
-	// indexStream is the task index (index.go).
-	indexStream jetstream.Stream
+	// log holds every task's log (log.go), which is also what ListTasks
+	// pages through (list.go).
+	log jetstream.Stream
+	// aliases remembers where the logs of tasks whose ids were not minted
+	// are (ids.go).
+	aliases aliasCache
 	// delegStream records which tasks each task delegated (delegations.go).
 	delegStream jetstream.Stream
 	// countStream holds the task counters, and counts this process's
@@ -55,15 +54,22 @@ func (b *Store) Bus() *bus.Bus { return b.bus }
 func (b *Store) Config() bus.Config { return b.cfg }
 
 func (b *Store) ensure(ctx context.Context) error {
+	if err := b.refuseOldLayout(ctx); err != nil {
+		return err
+	}
+	return b.ensureStreams(ctx)
+}
+
+func (b *Store) ensureStreams(ctx context.Context) error {
 	c := b.cfg
 	direct := b.bus.AllowDirect()
 	streams := []struct {
 		dst *jetstream.Stream
 		cfg jetstream.StreamConfig
-	}{{&b.events, jetstream.StreamConfig{
-		Name:        StreamEvents,
-		Description: "a2amesh: each task's ordered event log",
-		Subjects:    []string{subjEventsPrefix + "*"},
+	}{{&b.log, jetstream.StreamConfig{
+		Name:        StreamLog,
+		Description: "a2amesh: each task's log, the only place the task is kept",
+		Subjects:    []string{subjLogPrefix + ">"},
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      c.Retention,
 		Storage:     jetstream.FileStorage,
@@ -82,21 +88,6 @@ func (b *Store) ensure(ctx context.Context) error {
 		DiscardNewPerSubject: true,
 		MaxMsgsPerSubject:    c.MaxTaskEvents,
 		MaxMsgs:              c.MaxEvents,
-	}}, {&b.indexStream, jetstream.StreamConfig{
-		Name:        StreamIndex,
-		Description: "a2amesh: one entry per task, in the order tasks last changed status",
-		Subjects:    []string{subjIndexPrefix + ">"},
-		Retention:   jetstream.LimitsPolicy,
-		// An entry lives as long as its task: both age out Retention
-		// after their last write, and both are bounded by MaxTasks
-		// (Trim evicts a task's entry with it).
-		MaxAge:            c.Retention,
-		MaxMsgsPerSubject: 1,
-		MaxMsgs:           c.MaxTasks,
-		Discard:           jetstream.DiscardOld,
-		Storage:           jetstream.FileStorage,
-		Replicas:          c.Replicas,
-		AllowDirect:       direct,
 	}}, {&b.delegStream, jetstream.StreamConfig{
 		Name:        StreamDelegations,
 		Description: "a2amesh: the tasks each task delegated, one entry each",
@@ -130,9 +121,6 @@ func (b *Store) ensure(ctx context.Context) error {
 			return fmt.Errorf("taskstore: stream %s: %w", s.cfg.Name, err)
 		}
 		*s.dst = st
-	}
-	if kv, err := b.js.KeyValue(ctx, BucketTasks); err == nil {
-		b.legacy = kv
 	}
 	return nil
 }

@@ -327,32 +327,3 @@ func openOn(ctx context.Context, nc *nats.Conn, cfg bus.Config) (*Store, error) 
 	}
 	return Open(ctx, b)
 }
-
-// A task whose log lost its beginning (MaxAge) while the snapshot bucket
-// of the old layout still held its snapshot reads from that snapshot and
-// the log's later events: a store upgraded in place hides no task.
-func TestLegacySnapshotReadsWhenTheLogLostItsStart(t *testing.T) {
-	b := openTestStore(t, bus.Config{})
-	ctx := context.Background()
-	kv, err := b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: BucketTasks, Storage: jetstream.FileStorage})
-	require.NoError(t, err)
-	b.legacy = kv // as Open finds it
-	old := newRecord("aged")
-	old.Task.Status.State = a2a.StateWorking
-	data, err := json.Marshal(old) // its LastSeq names the event it folds: none in the log now
-	require.NoError(t, err)
-	_, err = kv.Put(ctx, "aged", data)
-	require.NoError(t, err)
-	// The log keeps only an event after the snapshot (the older ones aged out).
-	ev, err := json.Marshal(status("aged", a2a.StateCompleted))
-	require.NoError(t, err)
-	_, err = b.js.PublishMsg(ctx, &nats.Msg{Subject: EventsSubject("aged"), Data: ev})
-	require.NoError(t, err)
-
-	got, err := b.LoadTask(ctx, "aged")
-	require.NoError(t, err)
-	assert.Equal(t, a2a.StateCompleted, got.Task.Status.State, "the snapshot with the log's later event folded in")
-	assert.Equal(t, "alice", got.Owner)
-	_, err = b.LoadTask(ctx, "never")
-	assert.ErrorIs(t, err, ErrTaskNotFound)
-}

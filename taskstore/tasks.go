@@ -32,7 +32,9 @@ var (
 	ErrSuperseded = errors.New("bus: task was claimed by a newer run")
 )
 
-// Event header names on the log.
+// Event header names on the log (log.go has the others). A2a-Owner is the
+// owner's hash (hashToken); in a message of the earlier one-event form it
+// was the owner itself.
 const (
 	hdrAgent = "A2a-Agent"
 	hdrOwner = "A2a-Owner"
@@ -77,9 +79,6 @@ type TaskRecord struct {
 	// folded onto it since.
 	base      uint64
 	sinceBase int
-	// indexed is the status (indexKey) of the task's last index entry
-	// this record knows of: a store writes the entry when it differs.
-	indexed string
 }
 
 // clone returns a copy whose slices can be appended to without touching r.
@@ -119,74 +118,70 @@ func (r *TaskRecord) apply(ev *a2a.StreamResponse, seq uint64, at string) *TaskR
 	return c
 }
 
-// CreateTask starts a task's log with the task. It fails if the task id
-// already has a log.
-func (b *Store) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
-	rec, finish, err := b.StartTask(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	_ = finish(ctx)
-	return rec, nil
-}
-
-// StartTask creates task rec: its log's first message is the task itself
-// (a compare-and-set on the empty log, so an id is created once). The
-// task's index entry is written after it; finish waits for the entry (it
-// must be called). A caller may enqueue the task's work before
-// calling finish: the log holds the task once StartTask returns.
+// CreateTask starts a task's log with the task. It fails with
+// ErrTaskExists if the task id already has a log, and with an error
+// matching ErrStoreFull when the store refused it for lack of room.
 //
-// A creation refused for lack of storage is an error matching
-// ErrStoreFull; finish itself always returns nil (a lost index entry is
-// written again at the task's next status change).
-func (b *Store) StartTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, func(context.Context) error, error) {
+// The creation is a compare-and-set on the empty log, so an id is created
+// once. A task whose id was not minted (MintTaskID) is kept under its
+// owner and context, with an alias of its id written first (ids.go).
+func (b *Store) CreateTask(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
+	id := rec.Task.ID
+	subj, ok := mintedSubject(id)
+	if !ok {
+		if !bus.ValidToken(id) {
+			return nil, fmt.Errorf("taskstore: %q cannot name a task", id)
+		}
+		subj = homeSubject(rec.Owner, rec.Task.ContextID, id)
+		if err := b.writeAlias(ctx, id, subj); err != nil {
+			return nil, err
+		}
+	}
 	now := a2a.Now()
 	rec.Created, rec.Updated = now, now
 	rec.LastSeq, rec.Events = 0, 1
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("taskstore: encode task: %w", err)
+		return nil, fmt.Errorf("taskstore: encode task: %w", err)
 	}
-	hdr := logHeader(formCreate, 1, rec.Run, true, 0)
-	hdr.Set(hdrState, string(rec.Task.Status.State))
-	seq, err := b.publishLog(ctx, rec.Task.ID, data, hdr, 0)
+	hdr := logHeader(formCreate, 1, rec.Run, true, 0, rec)
+	seq, err := b.publishLog(ctx, subj, data, hdr, 0)
 	if err != nil {
 		if bus.IsWrongLastSeq(err) {
-			return nil, nil, fmt.Errorf("%w: %s", ErrTaskExists, rec.Task.ID)
+			return nil, fmt.Errorf("%w: %s", ErrTaskExists, id)
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	rec.LastSeq, rec.base, rec.sinceBase = Pos(seq, 0), seq, 0
-	b.countTask(rec.Owner, rec.Agent, +1)
-	// The first index entry goes out once the log holds the task (an
-	// entry of a creation that lost its compare-and-set would name the
-	// losing attempt's context), and only where the task has none yet: a
-	// worker faster than this entry has written a newer one.
-	indexed := b.indexFirst(rec)
-	return rec, func(ctx context.Context) error { indexed(ctx); return nil }, nil
+	if !rec.Task.IsReply() {
+		b.countTask(rec.Owner, rec.Agent, +1)
+	}
+	return rec, nil
+}
+
+// writeAlias stores where the log of task id (not minted) is, once: a
+// second creation of the same id finds the alias and fails on the log.
+func (b *Store) writeAlias(ctx context.Context, id, subj string) error {
+	msg := &nats.Msg{Subject: aliasSubject(id), Header: nats.Header{hdrAlias: []string{subj}}}
+	_, err := b.bus.Publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
+	if bus.IsWrongLastSeq(err) {
+		if cur, err := b.subject(ctx, id); err == nil && cur == subj {
+			return nil // a retry of this creation (the log decides)
+		}
+		return fmt.Errorf("%w: %s", ErrTaskExists, id)
+	}
+	switch {
+	case isStoreFull(err):
+		return fmt.Errorf("%w: %w", ErrStoreFull, err)
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // LoadTask reads task id from its log.
 func (b *Store) LoadTask(ctx context.Context, id string) (*TaskRecord, error) {
-	if !bus.ValidToken(id) {
-		return nil, ErrTaskNotFound // no subject could hold its log
-	}
-	rec, err := b.readTask(ctx, id)
-	if errors.Is(err, ErrTaskNotFound) && b.legacy != nil {
-		return b.legacyTask(ctx, id)
-	}
-	return rec, err
-}
-
-// PeekTask is LoadTask (kept for callers that read a task to write to it:
-// a stale read only costs their first append's compare-and-set).
-func (b *Store) PeekTask(ctx context.Context, id string) (*TaskRecord, error) {
-	return b.LoadTask(ctx, id)
-}
-
-// ReadTask is LoadTask, as a listing reads the tasks its entries name.
-func (b *Store) ReadTask(ctx context.Context, id string) (*TaskRecord, error) {
-	return b.LoadTask(ctx, id)
+	return b.readTask(ctx, id)
 }
 
 // forward folds the log's messages after rec (nil: reads the task).
@@ -194,7 +189,13 @@ func (b *Store) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskR
 	if rec == nil {
 		return b.LoadTask(ctx, id)
 	}
-	return b.foldRange(ctx, id, rec.clone(), SeqOf(rec.LastSeq)+1, 0)
+	next, err := b.foldRange(ctx, id, rec.clone(), SeqOf(rec.LastSeq)+1, 0)
+	if err == nil && next.LastSeq == rec.LastSeq {
+		// Nothing after rec, yet its append was refused: rec is not of
+		// this log (a work item from before a migration). Read it whole.
+		return b.LoadTask(ctx, id)
+	}
+	return next, err
 }
 
 // Mutation decides the next event of a task from its current state. It
@@ -282,17 +283,12 @@ func (b *Store) AppendEvents(ctx context.Context, id string, rec *TaskRecord, mu
 		if err != nil {
 			return rec, nil, fmt.Errorf("taskstore: encode events: %w", err)
 		}
-		hdr := logHeader(formBatch, len(evs), opts.Run, snap, rec.base)
-		hdr.Set(hdrState, string(next.Task.Status.State))
-		// The index entry of a new status goes out with the append (no
-		// round trip of its own) and is stored before anyone is told the
-		// task settled: a client that saw a task end and sends the next
-		// finds them listed in that order (the spec lists tasks newest
-		// status first). An entry of an append that loses its
-		// compare-and-set is a hint that the next status rewrites.
-		indexed := b.indexAsync(next)
-		seq, err := b.publishLog(ctx, id, data, hdr, SeqOf(rec.LastSeq))
-		indexed(ctx)
+		hdr := logHeader(formBatch, len(evs), opts.Run, snap, rec.base, next)
+		subj, err := b.subject(ctx, id)
+		if err != nil {
+			return rec, nil, err
+		}
+		seq, err := b.publishLog(ctx, subj, data, hdr, SeqOf(rec.LastSeq))
 		if bus.IsWrongLastSeq(err) {
 			if rec, err = b.forward(ctx, id, rec); err != nil {
 				return nil, nil, err
@@ -301,6 +297,11 @@ func (b *Store) AppendEvents(ctx context.Context, id string, rec *TaskRecord, mu
 		}
 		if err != nil {
 			return rec, nil, err
+		}
+		if next.Task.IsReply() && !rec.Task.IsReply() {
+			// A task that answered its send with a message is not
+			// listed (the client never saw it), nor counted.
+			b.countTask(next.Owner, next.Agent, -1)
 		}
 		next.LastSeq = Pos(seq, len(evs)-1)
 		if snap {
@@ -335,10 +336,10 @@ func (b *Store) plan(rec *TaskRecord, evs []*a2a.StreamResponse, opts AppendOpti
 	return next, nil
 }
 
-// publishLog appends one message to task id's log, expecting the log's
+// publishLog appends one message to the log on subj, expecting the log's
 // last sequence to be expect (0: an empty log).
-func (b *Store) publishLog(ctx context.Context, id string, data []byte, hdr nats.Header, expect uint64) (uint64, error) {
-	msg := &nats.Msg{Subject: EventsSubject(id), Data: data, Header: hdr}
+func (b *Store) publishLog(ctx context.Context, subj string, data []byte, hdr nats.Header, expect uint64) (uint64, error) {
+	msg := &nats.Msg{Subject: subj, Data: data, Header: hdr}
 	// A message id of this append alone lets publish repeat it through a
 	// failover: a repeat of an attempt that was stored is acknowledged as
 	// its duplicate (clustered streams check ids before the sequence).
@@ -348,7 +349,7 @@ func (b *Store) publishLog(ctx context.Context, id string, data []byte, hdr nats
 	if bus.IsWrongLastSeq(err) {
 		// A single server checks the sequence first: the last message
 		// may be this append's own earlier attempt.
-		if last, lerr := b.events.GetLastMsgForSubject(ctx, EventsSubject(id)); lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == msgID {
+		if last, lerr := b.log.GetLastMsgForSubject(ctx, subj); lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == msgID {
 			return last.Sequence, nil
 		}
 	}

@@ -24,12 +24,17 @@ type Turn struct {
 	// Task is the task the message continues, as the caller read it
 	// (having decided that the caller may see it); nil starts a task.
 	Task *TaskRecord
-	// TaskID names a new task. A task already under that id is an
-	// earlier attempt of this turn (a retry) when it holds the message,
-	// and refused (-32602) otherwise. Empty: Submit names the task, by a
-	// name-based UUID of Agent, Owner and the messageId while the
+	// TaskKey, when set, is what a new task's id is derived from in
+	// place of the messageId (MintTaskID, with Agent, Owner and the
+	// context). A task already under that id is an earlier attempt of
+	// this turn (a retry) when it holds the message, and refused (-32602)
+	// otherwise. Empty: the id is derived from the messageId while the
 	// idempotency window is on (so a retry finds it), at random when it
 	// is off.
+	TaskKey string
+	// TaskID, when set, names a new task itself (a client of protocol
+	// 0.2 names its own tasks): its log is kept under an alias (ids.go).
+	// A task already under that id is treated as with TaskKey.
 	TaskID string
 	// TaskMetadata is a new task's metadata.
 	TaskMetadata a2a.Metadata
@@ -58,6 +63,10 @@ type Turn struct {
 	// that Await misses no change however fast the worker is. Await or
 	// Close the Submitted.
 	Wait bool
+
+	// derivedCtx is the context newTaskID derived for the turn ("": the
+	// message named its own).
+	derivedCtx string
 }
 
 // Submitted is a turn that Submit recorded and enqueued.
@@ -73,9 +82,6 @@ type Submitted struct {
 	item  *bus.WorkItem // nil: nothing to enqueue
 	msgID string
 	watch *SettleWatch // nil unless Turn.Wait
-	// created finishes a new task's creation (StartTask): its work
-	// is enqueued while its index entry is stored.
-	created func(context.Context) error
 }
 
 // Close ends the watch of a Submitted that will not be awaited. It may be
@@ -116,9 +122,6 @@ func (s *Lifecycle) Submit(ctx context.Context, t Turn) (*Submitted, error) {
 		}
 	}
 	err = s.enqueue(ctx, &t, sub)
-	if sub.created != nil {
-		_ = sub.created(ctx) // the new task's index entry, stored meanwhile
-	}
 	if err != nil {
 		sub.Close()
 		return nil, err
@@ -135,10 +138,14 @@ const maxIDGenerations = 16
 // messageId reused after the idempotency window starts a new task, whose
 // id is derived from the previous one, so its own retries find it in turn.
 func (s *Lifecycle) startTask(ctx context.Context, t *Turn, msg *a2a.Message) (*Submitted, error) {
-	named := t.TaskID != ""
-	id := t.TaskID
-	if !named {
-		id = s.newTaskID(t, msg.MessageID, "")
+	named := t.TaskKey != "" || t.TaskID != ""
+	key := t.TaskKey
+	if key == "" {
+		key = msg.MessageID
+	}
+	id := s.newTaskID(t, msg, key, "")
+	if t.TaskID != "" {
+		id = t.TaskID
 	}
 	if t.Admit != nil {
 		if err := t.Admit(ctx, t.Agent); err != nil {
@@ -146,11 +153,9 @@ func (s *Lifecycle) startTask(ctx context.Context, t *Turn, msg *a2a.Message) (*
 		}
 	}
 	for gen := 0; ; gen++ {
-		rec, finish, err := s.create(ctx, t, id, msg)
+		rec, err := s.create(ctx, t, id, msg)
 		if err == nil {
-			sub := s.recorded(t, msg, rec)
-			sub.created = finish
-			return sub, nil
+			return s.recorded(t, msg, rec), nil
 		}
 		if !errors.Is(err, ErrTaskExists) {
 			return nil, err
@@ -169,9 +174,9 @@ func (s *Lifecycle) startTask(ctx context.Context, t *Turn, msg *a2a.Message) (*
 			return s.replay(ctx, t, msg, existing)
 		}
 		if gen < maxIDGenerations {
-			id = s.newTaskID(t, msg.MessageID, existing.Task.ID)
+			id = s.newTaskID(t, msg, key, existing.Task.ID)
 		} else {
-			id = uuid.NewString() // a messageId reused without end: no dedupe
+			id = s.newTaskID(t, msg, uuid.NewString(), "") // a messageId reused without end: no dedupe
 		}
 	}
 }
@@ -180,22 +185,32 @@ func (s *Lifecycle) startTask(ctx context.Context, t *Turn, msg *a2a.Message) (*
 // ids: new tasks' ids from message ids here, push config ids in the edge.
 var IDSpace = uuid.MustParse("5f0c7a2e-6d1b-4c3e-9a8f-a2a0e5a1c0de")
 
-// newTaskID names the task a turn starts: derived from the turn when
-// idempotency is on, else random. previous is the task the same messageId
-// named before the window passed ("" for the first).
-func (s *Lifecycle) newTaskID(t *Turn, messageID, previous string) string {
+// newTaskID names the task a turn starts (MintTaskID): derived from key
+// when idempotency is on, else random. previous is the task the same key
+// named before the window passed ("" for the first). A turn that names no
+// context starts one, derived the same way, so that a retry derives the
+// same task id.
+func (s *Lifecycle) newTaskID(t *Turn, msg *a2a.Message, key, previous string) string {
 	if s.window < 0 {
-		return uuid.NewString()
+		key, previous = uuid.NewString(), ""
 	}
-	return DeriveTaskID(t.Agent, t.Owner, messageID+"\x00"+previous)
+	key += "\x00" + previous
+	if msg.ContextID == "" || previous != "" && msg.ContextID == t.derivedCtx {
+		msg.ContextID = DeriveContextID(t.Agent, t.Owner, key)
+		t.derivedCtx = msg.ContextID
+	}
+	return MintTaskID(t.Owner, msg.ContextID, t.Agent, key)
 }
 
-// DeriveTaskID is the name-based UUID of agent, owner and key (the
-// messageId, then a NUL and the previous task's id for a messageId reused
-// after the window): unguessable without the messageId, and the same for
-// every retry.
-func DeriveTaskID(agent, owner, key string) string {
-	return uuid.NewSHA1(IDSpace, []byte(agent+"\x00"+owner+"\x00"+key)).String()
+// DeriveTaskID is the id Submit gives the task that the first send of
+// messageID to agent by owner starts (idempotency on), in context
+// contextID, or in the context Submit derives when it is empty.
+func DeriveTaskID(agent, owner, contextID, messageID string) string {
+	key := messageID + "\x00"
+	if contextID == "" {
+		contextID = DeriveContextID(agent, owner, key)
+	}
+	return MintTaskID(owner, contextID, agent, key)
 }
 
 // withinWindow reports whether a turn repeating the message that created
@@ -205,12 +220,9 @@ func (s *Lifecycle) withinWindow(rec *TaskRecord) bool {
 	return err == nil && time.Since(created) <= s.window
 }
 
-func (s *Lifecycle) create(ctx context.Context, t *Turn, id string, msg *a2a.Message) (*TaskRecord, func(context.Context) error, error) {
-	if msg.ContextID == "" {
-		msg.ContextID = uuid.NewString()
-	}
+func (s *Lifecycle) create(ctx context.Context, t *Turn, id string, msg *a2a.Message) (*TaskRecord, error) {
 	msg.TaskID = id
-	return s.store.StartTask(ctx, &TaskRecord{
+	return s.store.CreateTask(ctx, &TaskRecord{
 		Task: a2a.Task{
 			ID: id, ContextID: msg.ContextID,
 			Status:   a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()},

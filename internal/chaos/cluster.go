@@ -222,7 +222,7 @@ func (e logEntry) state() a2a.TaskState {
 // a batch of events: each is one entry, its Seq the event's position
 // (taskstore.Pos), the id streams give it.
 func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
-	subj := taskstore.EventsSubject(id)
+	subj, _ := taskstore.LogSubject(id)
 	var out []logEntry
 	next := uint64(1)
 	for i := 0; i < 20_000; i++ {
@@ -284,7 +284,7 @@ func (a *admin) nextMsg(ctx context.Context, subj string, seq uint64) (*rawMsg, 
 	for try := 0; try < 5; try++ {
 		var m *nats.Msg
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		m, err = a.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+taskstore.StreamEvents, req)
+		m, err = a.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+taskstore.StreamLog, req)
 		cancel()
 		if err == nil {
 			resp.Error, resp.Message = nil, nil
@@ -397,9 +397,9 @@ func sortedKeys[V any](m map[string]V) []string {
 func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstore.TaskRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	stream := taskstore.StreamEvents
+	stream := taskstore.StreamLog
 	cons, err := a.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject:     taskstore.EventsSubject(">"),
+		FilterSubject:     taskstore.LogSubjects,
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
@@ -432,7 +432,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 		for m := range batch.Messages() {
 			got++
 			read++
-			id, ok := taskstore.TaskIDOfEvent(m.Subject())
+			id, ok := taskstore.TaskIDOf(m.Subject())
 			if !ok {
 				continue
 			}
@@ -480,7 +480,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 // log holding no snapshot there (its head aged out) gives a record with
 // only the task's id, which no agent's check takes.
 func (a *admin) foldTask(ctx context.Context, id string, from, last uint64) (*taskstore.TaskRecord, error) {
-	subj := taskstore.EventsSubject(id)
+	subj, _ := taskstore.LogSubject(id)
 	var rec *taskstore.TaskRecord
 	next := max(from, 1)
 	for i := 0; i < 20_000 && next <= last; i++ {

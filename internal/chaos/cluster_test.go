@@ -62,7 +62,7 @@ func TestAdminReadsTaskLogs(t *testing.T) {
 		running = appendN("running", running, evs...)
 	}
 	create("fresh", "echo")
-	events, err := js.Stream(ctx, taskstore.StreamEvents)
+	events, err := js.Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	last, err := events.GetLastMsgForSubject(ctx, taskstore.EventsSubject("running"))
 	require.NoError(t, err)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,51 +20,44 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 )
 
-// The task index (stream A2A_INDEX) answers "which tasks of this caller,
-// newest first" without reading every snapshot. Each task has one entry,
-// on a subject naming who and what it belongs to:
+// Listing tasks. The log is the index: a task's subject holds its owner's
+// and its context's hashes (ids.go), and every message of a log says in
+// its headers the task's agent, owner, state after it, and whether the
+// task answered its send with a message (logHeader). So "this caller's
+// tasks, most recently changed first" is the log read back from its end
+// under the owner's subject filter, which the server applies itself: a
+// task first appears at its last message, and its older messages further
+// back are passed over (within one scan by the task's id; across the
+// pages of a listing by the caller, who reads each listed task and keeps
+// it only where the entry is the task's last message: Current).
 //
-//	a2a.index.<owner>.<agent>.<context>.<taskId>
-//
-// <owner> and <context> are hashes of the principal and the context id
-// (subject tokens cannot hold every string); <agent> and <taskId> are
-// tokens already. The stream keeps one message per subject, so a task's
-// entry moves to the end of the stream each time it is written: the
-// stream's order is the order in which tasks last changed status. An entry
-// is written when a task is created and whenever its snapshot is stored
-// with a status (state or timestamp) the index has not seen: every final
-// or interrupted state, a new user turn, and, while an agent runs, at most
-// as often as the worker stores snapshots.
-//
-// A filter by owner, agent and context is a subject filter the server
-// applies itself, so a page of ListTasks costs about its own size: a few
-// reads of entries going back from the end of the stream, then the page's
-// snapshots. An entry is a hint, never the truth: the caller reads each
-// task it lists (a hash collision, an entry of an evicted task, or an
-// entry behind its task are all caught there).
+// A page costs about its own size in reads however many tasks are
+// retained, and the tasks it lists. An entry is a hint, never the truth:
+// the caller reads each task it lists (an owner's hash shared with
+// another, an evicted task, or an entry behind its task are all caught
+// there).
 
-// IndexEntry is one task's entry in the index.
+// IndexEntry is one message of a task's log, as a listing sees it.
 type IndexEntry struct {
-	// Seq is the entry's position in the index; entries with a higher
+	// Seq is the message's sequence in the log; entries with a higher
 	// Seq changed later.
 	Seq uint64
-	// Written is when the entry was stored.
+	// Written is when the message was stored.
 	Written time.Time
 	// TaskID and Agent of the task, and its owner's hash.
 	TaskID, Agent, Owner string
-	// State and StatusTime are the task's status when the entry was
-	// written.
-	State      a2a.TaskState
-	StatusTime string
+	// State is the task's state after the message.
+	State a2a.TaskState
+	// Reply is true when the task answered its send with a message: it
+	// is not listed.
+	Reply bool
 }
 
-// indexValue is an entry's payload.
-type indexValue struct {
-	State a2a.TaskState `json:"s"`
-	At    string        `json:"t,omitempty"`
-}
+// Current reports whether e is the last message of the log rec was read
+// from: a listing shows a task at its last message only.
+func (e IndexEntry) Current(rec *TaskRecord) bool { return SeqOf(rec.LastSeq) == e.Seq }
 
-// IndexQuery selects index entries.
+// IndexQuery selects tasks.
 type IndexQuery struct {
 	// Owner is the principal whose tasks are listed ("" for the tasks of
 	// no principal).
@@ -75,29 +69,60 @@ type IndexQuery struct {
 	// AnyOwner lists the tasks of every owner (Owner is ignored): for
 	// the mesh's own upkeep, never for a caller.
 	AnyOwner bool
+
+	// ownerHash, when set, names the owner by its hash (hashToken) in
+	// place of Owner: the counters know owners by it alone.
+	ownerHash string
 }
 
+// owner is the hash of the query's owner.
+func (q IndexQuery) owner() string {
+	if q.ownerHash != "" {
+		return q.ownerHash
+	}
+	return hashToken(q.Owner)
+}
+
+// ownerTok is the subject token of the query's owner.
+func (q IndexQuery) ownerTok() string {
+	if q.ownerHash == "" {
+		return ownerToken(q.Owner)
+	}
+	if q.ownerHash == "_" {
+		return ownerToken("")
+	}
+	// hashToken and ownerToken are two spellings of the same SHA-256:
+	// its first 6 bytes are the first 8 characters of the former.
+	raw, err := base64.RawURLEncoding.DecodeString(q.ownerHash[:8])
+	if err != nil || len(raw) < 4 {
+		return "*"
+	}
+	return hex.EncodeToString(raw[:4])
+}
+
+// filter is the subject filter the server applies.
 func (q IndexQuery) filter() string {
-	owner := "*"
-	if !q.AnyOwner {
-		owner = hashToken(q.Owner)
+	switch {
+	case q.AnyOwner:
+		return subjLogPrefix + ">"
+	case q.ContextID != "":
+		return subjLogPrefix + q.ownerTok() + "." + contextTokens(q.ContextID) + ".>"
 	}
-	agent, ctx := "*", "*"
-	if q.Agent != "" {
-		agent = q.Agent
+	return subjLogPrefix + q.ownerTok() + ".>"
+}
+
+// matcher keeps the entries of q that its subject filter lets through
+// and it does not select: another owner sharing the hash, another agent.
+func (q IndexQuery) matcher() func(IndexEntry) bool {
+	owner := q.owner()
+	return func(e IndexEntry) bool {
+		return (q.AnyOwner || e.Owner == owner) && (q.Agent == "" || e.Agent == q.Agent)
 	}
-	if q.ContextID != "" {
-		ctx = hashToken(q.ContextID)
-	}
-	if ctx == "*" {
-		return subjIndexPrefix + owner + "." + agent + ".>"
-	}
-	return subjIndexPrefix + owner + "." + agent + "." + ctx + ".*"
 }
 
 // hashToken turns any string into a subject token: "_" for the empty
-// string, else 22 characters of a SHA-256 (132 bits; a collision only
-// costs a read, since every listed task is checked).
+// string, else 22 characters of a SHA-256 (132 bits). It names an owner
+// in the counters and in the log's headers.
 func hashToken(s string) string {
 	if s == "" {
 		return "_"
@@ -106,122 +131,28 @@ func hashToken(s string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])[:22]
 }
 
-// indexSubject is the subject of rec's entry.
-func indexSubject(rec *TaskRecord) string {
-	return subjIndexPrefix + hashToken(rec.Owner) + "." + rec.Agent + "." + hashToken(rec.Task.ContextID) + "." + rec.Task.ID
+// parseEntry reads a log message's headers as an entry (false: an alias).
+func parseEntry(subject string, seq uint64, at time.Time, hdr nats.Header) (IndexEntry, bool) {
+	id, ok := TaskIDOf(subject)
+	if !ok {
+		return IndexEntry{}, false
+	}
+	return IndexEntry{Seq: seq, Written: at, TaskID: id, Agent: hdr.Get(hdrAgent), Owner: hdr.Get(hdrOwner),
+		State: a2a.TaskState(hdr.Get(hdrState)), Reply: hdr.Get(hdrReply) != ""}, true
 }
 
-// indexKey is what an entry says of rec: its status.
-func indexKey(rec *TaskRecord) string {
-	return string(rec.Task.Status.State) + "|" + rec.Task.Status.Timestamp
-}
-
-func indexMsg(rec *TaskRecord) (*nats.Msg, error) {
-	if !bus.ValidToken(rec.Agent) || !bus.ValidToken(rec.Task.ID) {
-		return nil, fmt.Errorf("bus: task %q of agent %q cannot be indexed", rec.Task.ID, rec.Agent)
-	}
-	data, err := json.Marshal(indexValue{State: rec.Task.Status.State, At: rec.Task.Status.Timestamp})
-	if err != nil {
-		return nil, err
-	}
-	return &nats.Msg{Subject: indexSubject(rec), Data: data}, nil
-}
-
-// indexAsync starts writing rec's entry when its status is not indexed
-// yet; the returned wait (never nil) finishes the write, retrying it
-// through a failover. Started before the snapshot's own store, the entry
-// costs no extra round trip. A failed entry is logged by nobody: the task
-// stays whole (its log and snapshot do not depend on it) and its next
-// status change writes the entry again.
-func (b *Store) indexAsync(rec *TaskRecord) func(ctx context.Context) {
-	return b.writeIndex(rec, false)
-}
-
-// indexFirst writes a new task's first entry, only if the task has none
-// yet: a writer that overtook the creation (a fast worker) has written a
-// newer one.
-func (b *Store) indexFirst(rec *TaskRecord) func(ctx context.Context) {
-	return b.writeIndex(rec, true)
-}
-
-func (b *Store) writeIndex(rec *TaskRecord, first bool) func(ctx context.Context) {
-	key := indexKey(rec)
-	if rec.indexed == key {
-		return func(context.Context) {}
-	}
-	if rec.Task.IsReply() {
-		// A task that answered its send with a message is not listed (the
-		// client never saw it), and its janitor has nothing to recover:
-		// its entry is removed, not rewritten. A failed removal leaves an
-		// entry that ListTasks reads and skips.
-		return func(ctx context.Context) {
-			if b.removeIndex(ctx, rec) == nil {
-				rec.indexed = key
-			}
-		}
-	}
-	msg, err := indexMsg(rec)
-	if err != nil {
-		return func(context.Context) {}
-	}
-	var opts []jetstream.PublishOpt
-	if first {
-		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(0))
-	}
-	fut, err := b.js.PublishMsgAsync(msg, opts...)
-	return func(ctx context.Context) {
-		if err == nil {
-			t := time.NewTimer(bus.AttemptTimeout)
-			defer t.Stop()
-			select {
-			case <-fut.Ok():
-				rec.indexed = key
-				return
-			case err := <-fut.Err():
-				if first && bus.IsWrongLastSeq(err) {
-					return // overtaken: a newer entry stands
-				}
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-		// Repeating an entry is harmless: the stream keeps the last (a
-		// first entry that was stored after all is refused as overtaken).
-		_, err := b.bus.Publish(ctx, msg, opts...)
-		if err == nil || first && bus.IsWrongLastSeq(err) {
-			rec.indexed = key
-		}
-	}
-}
-
-// index writes rec's entry now (see indexAsync).
-func (b *Store) index(ctx context.Context, rec *TaskRecord) { b.indexAsync(rec)(ctx) }
-
-// removeIndex deletes rec's entry (eviction), and takes the task off its
-// owner's counts when there was one.
-func (b *Store) removeIndex(ctx context.Context, rec *TaskRecord) error {
-	if !bus.ValidToken(rec.Agent) || !bus.ValidToken(rec.Task.ID) {
-		return nil
-	}
-	n, err := b.purgeIndexSubject(ctx, indexSubject(rec))
-	if err == nil && n > 0 {
-		b.countTask(rec.Owner, rec.Agent, -1)
-	}
-	return err
-}
-
-// purgeIndexSubject purges one subject of the index and returns how many
-// entries went (the client's Purge does not say).
-func (b *Store) purgeIndexSubject(ctx context.Context, subj string) (uint64, error) {
+// purgeSubject purges subj in stream below sequence keep (0: whole) and
+// returns how many messages went (the client's Purge does not say).
+func (b *Store) purgeSubject(ctx context.Context, stream, subj string, keep uint64) (uint64, error) {
 	req, err := json.Marshal(struct {
 		Filter string `json:"filter"`
-	}{subj})
+		Below  uint64 `json:"seq,omitempty"`
+	}{subj, keep})
 	if err != nil {
 		return 0, err
 	}
 	return bus.Read(ctx, func(c context.Context) (uint64, error) {
-		m, err := b.nc.RequestWithContext(c, "$JS.API.STREAM.PURGE."+StreamIndex, req)
+		m, err := b.nc.RequestWithContext(c, "$JS.API.STREAM.PURGE."+stream, req)
 		if err != nil {
 			return 0, err
 		}
@@ -238,28 +169,12 @@ func (b *Store) purgeIndexSubject(ctx context.Context, subj string) (uint64, err
 		}
 		if resp.Error != nil || !resp.Success {
 			if resp.Error != nil {
-				return 0, fmt.Errorf("bus: task index: purge: %s (%d)", resp.Error.Description, resp.Error.Code)
+				return 0, fmt.Errorf("taskstore: purge %s: %s (%d)", subj, resp.Error.Description, resp.Error.Code)
 			}
-			return 0, errors.New("bus: task index: purge refused")
+			return 0, fmt.Errorf("taskstore: purge %s refused", subj)
 		}
 		return resp.Purged, nil
 	})
-}
-
-func parseIndexMsg(m *jetstream.RawStreamMsg) (IndexEntry, bool) {
-	rest, ok := strings.CutPrefix(m.Subject, subjIndexPrefix)
-	if !ok {
-		return IndexEntry{}, false
-	}
-	tok := strings.Split(rest, ".")
-	if len(tok) != 4 {
-		return IndexEntry{}, false
-	}
-	var v indexValue
-	if json.Unmarshal(m.Data, &v) != nil {
-		return IndexEntry{}, false
-	}
-	return IndexEntry{Seq: m.Sequence, Written: m.Time, Owner: tok[0], Agent: tok[1], TaskID: tok[3], State: v.State, StatusTime: v.At}, true
 }
 
 // indexEntriesRead counts the entries ScanIndex fetched (for tests).
@@ -283,14 +198,17 @@ const (
 // entries the caller took, so a page costs about its size in reads
 // however many tasks the stream holds.
 //
-// A task whose entry moves while the scan runs (its status changed)
-// leaves the stretch already read for a place past where it started:
-// IndexSince from IndexTop taken before the scan finds such entries.
+// fn sees each task once, at the newest of its messages the scan meets,
+// and never a task that answered its send with a message. A task that
+// changes while the scan runs leaves the stretch already read for a
+// place past where it started: IndexSince from IndexTop taken before the
+// scan finds such entries.
 func (b *Store) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want int, fn func(IndexEntry) (took, more bool)) error {
-	filter := q.filter()
-	info, err := bus.Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
+	filter, match := q.filter(), q.matcher()
+	seen := map[string]bool{}
+	info, err := bus.Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.log.Info(c) })
 	if err != nil {
-		return fmt.Errorf("bus: task index: %w", err)
+		return fmt.Errorf("taskstore: list: %w", err)
 	}
 	first, hi := info.State.FirstSeq, info.State.LastSeq+1
 	if before > 0 && before < hi {
@@ -320,7 +238,15 @@ func (b *Store) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want
 		}
 		took := 0
 		for i := len(batch) - 1; i >= 0; i-- {
-			t, more := fn(batch[i])
+			e := batch[i]
+			if seen[e.TaskID] || !match(e) {
+				continue
+			}
+			seen[e.TaskID] = true
+			if e.Reply {
+				continue
+			}
+			t, more := fn(e)
 			if t {
 				took++
 			}
@@ -354,26 +280,27 @@ func (b *Store) ScanIndex(ctx context.Context, q IndexQuery, before uint64, want
 // IndexTop is the sequence past the index's newest entry: ScanIndex
 // from it reads every entry there is now.
 func (b *Store) IndexTop(ctx context.Context) (uint64, error) {
-	info, err := bus.Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
+	info, err := bus.Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.log.Info(c) })
 	if err != nil {
-		return 0, fmt.Errorf("bus: task index: %w", err)
+		return 0, fmt.Errorf("taskstore: list: %w", err)
 	}
 	return info.State.LastSeq + 1, nil
 }
 
 // IndexSince returns the entries q selects at sequence from or later,
 // oldest first, at most max of them (the newest ones when there are
-// more).
+// more). A task may be there more than once (each message of it).
 func (b *Store) IndexSince(ctx context.Context, q IndexQuery, from uint64, max int) ([]IndexEntry, error) {
-	info, err := bus.Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.indexStream.Info(c) })
+	info, err := bus.Read(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return b.log.Info(c) })
 	if err != nil {
-		return nil, fmt.Errorf("bus: task index: %w", err)
+		return nil, fmt.Errorf("taskstore: list: %w", err)
 	}
 	end := info.State.LastSeq + 1
 	if from >= end {
 		return nil, nil
 	}
 	got, err := b.indexRange(ctx, q.filter(), from, end, false)
+	got = slices.DeleteFunc(got, func(e IndexEntry) bool { return !q.matcher()(e) || e.Reply })
 	if len(got) > max {
 		got = got[len(got)-max:]
 	}
@@ -443,19 +370,19 @@ func (b *Store) indexWalk(ctx context.Context, filter string, lo, hi uint64) ([]
 	var batch []IndexEntry
 	for seq := lo; seq < hi; {
 		m, err := bus.Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
-			return b.indexStream.GetMsg(c, seq, jetstream.WithGetMsgSubject(filter))
+			return b.log.GetMsg(c, seq, jetstream.WithGetMsgSubject(filter))
 		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("bus: task index: %w", err)
+			return nil, fmt.Errorf("taskstore: list: %w", err)
 		}
 		if m.Sequence >= hi {
 			break
 		}
 		indexEntriesRead.Add(1)
-		if e, ok := parseIndexMsg(m); ok {
+		if e, ok := parseEntry(m.Subject, m.Sequence, m.Time, m.Header); ok {
 			batch = append(batch, e)
 		}
 		seq = m.Sequence + 1
@@ -463,14 +390,26 @@ func (b *Store) indexWalk(ctx context.Context, filter string, lo, hi uint64) ([]
 	return batch, nil
 }
 
-// ReadIndex calls fn with every entry q selects that was written at or
-// after since, oldest first, until fn returns false. It streams the
-// entries through one consumer: its cost is the entries read.
+// ReadIndex calls fn with the entries q selects, oldest first, until fn
+// returns false: with since zero, each task's last message (one entry a
+// task, replies included); else every message written at or after since
+// (a task once for each). It streams the entries' headers through one
+// consumer: its cost is the entries read.
 func (b *Store) ReadIndex(ctx context.Context, q IndexQuery, since time.Time, fn func(IndexEntry) bool) error {
+	match := q.matcher()
+	keep := func(e IndexEntry) bool { return !match(e) || fn(e) }
+	if since.IsZero() {
+		return b.indexConsumer(ctx, q.filter(), lastPerTask, time.Time{}, func(c jetstream.Consumer) error {
+			return readEntries(c, 0, keep)
+		})
+	}
 	return b.indexConsumer(ctx, q.filter(), 0, since, func(c jetstream.Consumer) error {
-		return readEntries(c, 0, fn)
+		return readEntries(c, 0, keep)
 	})
 }
+
+// lastPerTask, as indexConsumer's start, reads each task's last message.
+const lastPerTask = ^uint64(0)
 
 // readEntries hands fn the entries c had pending when it was made, up to
 // sequence end (exclusive; 0: no bound), until fn returns false. Entries
@@ -493,7 +432,7 @@ func readEntries(c jetstream.Consumer, end uint64, fn func(IndexEntry) bool) err
 			if end > 0 && meta.Sequence.Stream >= end {
 				return nil
 			}
-			e, ok := parseIndexMsg(&jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: meta.Sequence.Stream, Data: m.Data(), Time: meta.Timestamp})
+			e, ok := parseEntry(m.Subject(), meta.Sequence.Stream, meta.Timestamp, m.Headers())
 			if ok && !fn(e) {
 				return nil
 			}
@@ -508,10 +447,11 @@ func readEntries(c jetstream.Consumer, end uint64, fn func(IndexEntry) bool) err
 	return nil
 }
 
-// indexConsumer runs fn with a short-lived consumer of the entries the
-// filter selects, from sequence start, or time since, or the beginning,
-// and deletes it after. It is served by the stream's leader, so it sees
-// every entry already acknowledged.
+// indexConsumer runs fn with a short-lived consumer of the headers of the
+// log messages the filter selects, from sequence start (lastPerTask: the
+// last message of each subject), or time since, or the beginning, and
+// deletes it after. It is served by the stream's leader, so it sees
+// every message already acknowledged.
 func (b *Store) indexConsumer(ctx context.Context, filter string, start uint64, since time.Time, fn func(jetstream.Consumer) error) error {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     filter,
@@ -520,33 +460,36 @@ func (b *Store) indexConsumer(ctx context.Context, filter string, start uint64, 
 		InactiveThreshold: 30 * time.Second,
 		MemoryStorage:     true,
 		Replicas:          1,
+		HeadersOnly:       true,
 	}
 	switch {
+	case start == lastPerTask:
+		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
 	case start > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
 	case !since.IsZero():
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
 	c, err := bus.Read(ctx, func(c context.Context) (jetstream.Consumer, error) {
-		return b.js.CreateConsumer(c, StreamIndex, cfg)
+		return b.js.CreateConsumer(c, StreamLog, cfg)
 	})
 	if err != nil {
-		return fmt.Errorf("bus: task index: %w", err)
+		return fmt.Errorf("taskstore: list: %w", err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.AttemptTimeout)
 		defer cancel()
-		_ = b.js.DeleteConsumer(dctx, StreamIndex, c.CachedInfo().Name)
+		_ = b.js.DeleteConsumer(dctx, StreamLog, c.CachedInfo().Name)
 	}()
 	if err := fn(c); err != nil {
-		return fmt.Errorf("bus: task index: %w", err)
+		return fmt.Errorf("taskstore: list: %w", err)
 	}
 	return nil
 }
 
-// ListTasks returns every task the index names that keep accepts, read
-// whole: for the mesh's upkeep and tests, never a caller's page (which
-// ScanIndex serves).
+// ListTasks returns every task of the log that keep accepts, read whole:
+// for the mesh's upkeep and tests, never a caller's page (which ScanIndex
+// serves).
 func (b *Store) ListTasks(ctx context.Context, keep func(*TaskRecord) bool) ([]*TaskRecord, error) {
 	var out []*TaskRecord
 	seen := map[string]bool{}
