@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 )
 
@@ -58,18 +59,52 @@ func TestTaskCountsFollowTasks(t *testing.T) {
 	assert.EqualValues(t, 68, counter(t, b, "alice", ""))
 	assert.EqualValues(t, 22, counter(t, b, "bob", "ask"))
 	for _, q := range []IndexQuery{{Owner: "alice"}, {Owner: "alice", Agent: "echo"}, {Owner: "bob"}} {
-		want, err := b.countFilter(ctx, q.filter())
+		want, err := b.countFilter(ctx, q)
 		require.NoError(t, err)
 		got, err := b.TaskCount(ctx, q)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "%+v: the counter agrees with the server's count", q)
 	}
-	// Removing an entry that is already gone counts nothing.
-	rec := newRecord("a050") // alice's, still retained
-	require.NoError(t, b.removeIndex(ctx, rec))
-	require.NoError(t, b.removeIndex(ctx, rec))
+	// Evicting a task another trimmer evicted already counts nothing.
+	last, err := b.log.GetLastMsgForSubject(ctx, homeSubject("alice", "ctx-a050", "a050")) // alice's, still retained
+	require.NoError(t, err)
+	for range 2 {
+		_, err := b.evict(ctx, nil, last)
+		require.NoError(t, err)
+	}
 	b.flushCounts(ctx)
 	assert.EqualValues(t, 67, counter(t, b, "alice", ""))
+}
+
+// A task that answered its send with a message is not listed: it goes
+// off the counts when it replies, and not again when it is evicted.
+func TestReplyLeavesTheCounts(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("r1"))
+	require.NoError(t, err)
+	_, err = b.CreateTask(ctx, newRecord("r2"))
+	require.NoError(t, err)
+	reply := &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Metadata: a2a.Metadata{a2a.ReplyKey: true}}
+	_, _, err = b.UpdateTask(ctx, "r1", rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: "r1", ContextID: "ctx-r1",
+			Status: a2a.TaskStatus{State: a2a.StateCompleted, Message: reply}}}, nil
+	})
+	require.NoError(t, err)
+	b.flushCounts(ctx)
+	assert.EqualValues(t, 1, counter(t, b, "alice", ""))
+	ids, _ := indexIDs(t, b, IndexQuery{Owner: "alice"}, 0, 10)
+	assert.Equal(t, []string{"r2"}, ids, "the reply is not listed")
+	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "nor counted by the server's count")
+	last, err := b.log.GetLastMsgForSubject(ctx, homeSubject("alice", "ctx-r1", "r1"))
+	require.NoError(t, err)
+	evicted, err := b.evict(ctx, nil, last)
+	require.NoError(t, err)
+	require.True(t, evicted)
+	b.flushCounts(ctx)
+	assert.EqualValues(t, 1, counter(t, b, "alice", ""), "an evicted reply was off the counts already")
 }
 
 // A counter that drifted (a process killed before its flush) is repaired
@@ -150,7 +185,7 @@ func TestTaskCountsOnCluster(t *testing.T) {
 		n, err := b.TaskCount(ctx, IndexQuery{Owner: "alice"})
 		require.NoError(t, err)
 		assert.Equal(t, 30, n, "via n%d", j)
-		n, err = b.countFilter(ctx, IndexQuery{Owner: "alice", Agent: "echo"}.filter())
+		n, err = b.countFilter(ctx, IndexQuery{Owner: "alice", Agent: "echo"})
 		require.NoError(t, err)
 		assert.Equal(t, 30, n, "the server's count via n%d", j)
 	}

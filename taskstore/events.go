@@ -24,7 +24,7 @@ func (b *Store) DispatchConsumer(ctx context.Context, maxPending int, ackWait ti
 	c, err := b.js.CreateOrUpdateConsumer(ctx, StreamLog, jetstream.ConsumerConfig{
 		Durable:       bus.ConsumerPushDispatch,
 		Description:   "a2amesh: edges turning task events into push deliveries",
-		FilterSubject: subjLogPrefix + ">", // aliases too: TaskIDOf skips them
+		FilterSubject: subjLogPrefix + ">",
 		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       ackWait,
 		MaxAckPending: maxPending,

@@ -308,7 +308,7 @@ var errFeedStalled = errors.New("the consumer is behind and delivers nothing")
 func (f *feed) dispatch(seq uint64, subject string, hdr nats.Header, data []byte) {
 	id, ok := TaskIDOf(subject)
 	if !ok {
-		return // an alias
+		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

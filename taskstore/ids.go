@@ -39,7 +39,7 @@ import (
 // A task whose id the mesh did not mint (created by a test under a name,
 // or migrated from the earlier layout) is kept under
 // a2a.task.<owner>.<ctx>.<8ctx>.L.<id>, and an alias message on
-// a2a.task.x.<id> names that subject.
+// a2a.alias.<id> (stream A2A_ALIASES) names that subject.
 
 // hdrAlias names, on an alias message, the subject of the task's log.
 const hdrAlias = "A2a-Alias"
@@ -88,7 +88,7 @@ func minted(id string) bool {
 	return true
 }
 
-// LogSubjects is the filter of every task's log (aliases too).
+// LogSubjects is the filter of every task's log.
 const LogSubjects = subjLogPrefix + ">"
 
 // LogSubject is the log subject of a task whose id the mesh minted (false
@@ -135,22 +135,21 @@ func homeSubject(owner, contextID, id string) string {
 // aliasSubject holds the alias of a task whose id was not minted.
 func aliasSubject(id string) string { return subjAliasPrefix + id }
 
-// TaskIDOf is the id of the task whose log subject is subject (false for
-// an alias or anything else).
+// TaskIDOf is the id of the task whose log subject is subject.
 func TaskIDOf(subject string) (string, bool) {
 	rest, ok := strings.CutPrefix(subject, subjLogPrefix)
-	if !ok || strings.HasPrefix(rest, "x.") {
+	if !ok {
 		return "", false
 	}
 	tok := strings.Split(rest, ".")
 	switch {
-	case len(tok) == 5:
-		id := strings.Join(tok, "-")
-		return id, minted(id)
-	case len(tok) == 5+1 && tok[3] == "L":
-		return tok[5], tok[5] != ""
+	case len(tok) != 5:
+		return "", false
+	case tok[3] == "L": // homeSubject
+		return tok[4], tok[4] != ""
 	}
-	return "", false
+	id := strings.Join(tok, "-")
+	return id, minted(id)
 }
 
 // aliasCacheMax bounds the aliases a store remembers (they never change;
@@ -175,7 +174,7 @@ func (b *Store) subject(ctx context.Context, id string) (string, error) {
 		return s.(string), nil
 	}
 	m, err := bus.Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
-		return b.log.GetLastMsgForSubject(c, aliasSubject(id))
+		return b.aliasStream.GetLastMsgForSubject(c, aliasSubject(id))
 	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return "", ErrTaskNotFound

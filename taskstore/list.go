@@ -131,7 +131,7 @@ func hashToken(s string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])[:22]
 }
 
-// parseEntry reads a log message's headers as an entry (false: an alias).
+// parseEntry reads a log message's headers as an entry.
 func parseEntry(subject string, seq uint64, at time.Time, hdr nats.Header) (IndexEntry, bool) {
 	id, ok := TaskIDOf(subject)
 	if !ok {

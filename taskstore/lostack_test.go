@@ -200,13 +200,14 @@ func TestAppendWithLostAckIsStoredOnce(t *testing.T) {
 	b, p := lostAckBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	const id = "lost-ack-append"
+	id := taskstore.MintTaskID("", "ctx", "echo", "lost-ack-append")
 	rec, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: "echo",
 		Task: a2a.Task{ID: id, ContextID: "ctx", Status: a2a.TaskStatus{State: a2a.StateSubmitted}}})
 	require.NoError(t, err)
 
 	var mutations atomic.Int64
-	p.arm(taskstore.EventsSubject(id))
+	subj, _ := taskstore.LogSubject(id)
+	p.arm(subj)
 	_, _, err = b.AppendTask(ctx, id, rec, func(*taskstore.TaskRecord) (*a2a.StreamResponse, error) {
 		mutations.Add(1)
 		return &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: id, ContextID: "ctx", Append: true,

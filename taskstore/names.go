@@ -3,7 +3,7 @@ package taskstore
 // The task store's streams and subjects.
 //
 //	A2A_LOG      stream, Limits      a2a.task.<id as tokens>  each task's log, the only place a task is kept (log.go, ids.go)
-//	                                 a2a.task.x.<id>          an alias: where the log of a task whose id the mesh did not mint is
+//	A2A_ALIASES  stream, Limits      a2a.alias.<id>  where the log of a task whose id the mesh did not mint is (ids.go)
 //	A2A_COUNTS   stream, counters    a2a.count.<owner>[.<agent>]  how many tasks an owner has, of each agent (counts.go)
 //	A2A_DELEGATIONS stream, Limits   a2a.delegated.<parentTaskId>  one entry per task a task delegated (delegations.go)
 //	a2a.settled.<taskId>  core NATS  a task settled: the task as its append left it (await.go)
@@ -15,11 +15,12 @@ package taskstore
 // (migrate.go).
 const (
 	StreamLog         = "A2A_LOG"
+	StreamAliases     = "A2A_ALIASES"
 	StreamCounts      = "A2A_COUNTS"
 	StreamDelegations = "A2A_DELEGATIONS"
 
 	subjLogPrefix     = "a2a.task."
-	subjAliasPrefix   = "a2a.task.x."
+	subjAliasPrefix   = "a2a.alias."
 	subjCountPrefix   = "a2a.count."
 	subjStalledPrefix = "a2a.stalled."
 	subjSettledPrefix = "a2a.settled."

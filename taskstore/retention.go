@@ -412,8 +412,7 @@ func (b *Store) readFront(ctx context.Context, stream string, first uint64, n in
 // evictParallel bounds the evictions Trim runs at once.
 const evictParallel = 32
 
-// isLast reports whether log message m is its task's last message (an
-// alias never is: it goes with its task).
+// isLast reports whether log message m is its task's last message.
 func (b *Store) isLast(ctx context.Context, m *jetstream.RawStreamMsg) (bool, error) {
 	if _, ok := TaskIDOf(m.Subject); !ok {
 		return false, nil
@@ -446,7 +445,7 @@ func (b *Store) evict(ctx context.Context, push jetstream.Stream, m *jetstream.R
 		b.countHashed(m.Header.Get(hdrOwner), m.Header.Get(hdrAgent), -1)
 	}
 	if _, minted := mintedSubject(id); !minted {
-		if _, err := b.purgeSubject(ctx, StreamLog, aliasSubject(id), 0); err != nil {
+		if _, err := b.purgeSubject(ctx, StreamAliases, aliasSubject(id), 0); err != nil {
 			return true, err
 		}
 		b.aliases.m.Delete(id)

@@ -120,7 +120,7 @@ func TestRetentionEvictsLeastRecentlyChanged(t *testing.T) {
 		require.ErrorIs(t, err, ErrTaskNotFound)
 	}
 	assert.Equal(t, uint64(maxTasks-1), logTasks(t, b))
-	assert.Equal(t, uint64(maxTasks-1), streamMsgs(t, b, StreamEvents), "one event per remaining task, no orphaned log")
+	assert.Equal(t, uint64(maxTasks-1), streamMsgs(t, b, StreamLog), "one event per remaining task, no orphaned log")
 	list, err := b.ListTasks(ctx, func(*TaskRecord) bool { return true })
 	require.NoError(t, err)
 	assert.Len(t, list, maxTasks-1)
@@ -238,7 +238,7 @@ func TestRetentionBurstPastTheBound(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, uint64(n), logTasks(t, b), "past MaxTasks until the trimmer comes")
-	require.Equal(t, uint64(n), streamMsgs(t, b, StreamEvents))
+	require.Equal(t, uint64(n), streamMsgs(t, b, StreamLog))
 
 	consistent := func() int {
 		found := 0
@@ -262,7 +262,7 @@ func TestRetentionBurstPastTheBound(t *testing.T) {
 	removed := trim(t, b)
 	assert.Positive(t, removed)
 	assert.LessOrEqual(t, logTasks(t, b), uint64(maxTasks-1))
-	assert.LessOrEqual(t, streamMsgs(t, b, StreamEvents), lowWater(maxEvents))
+	assert.LessOrEqual(t, streamMsgs(t, b, StreamLog), lowWater(maxEvents))
 	found := consistent()
 	assert.LessOrEqual(t, found, maxTasks)
 	assert.Positive(t, found)
@@ -331,11 +331,12 @@ func TestTrimEvictsABatchWhole(t *testing.T) {
 	for i := 0; i < n; i++ {
 		rec, err := b.LoadTask(ctx, id(i))
 		if errors.Is(err, ErrTaskNotFound) {
-			subj, err := b.log.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
+			home := homeSubject("alice", "ctx-"+id(i), id(i))
+			subj, err := b.log.Info(ctx, jetstream.WithSubjectFilter(home))
 			require.NoError(t, err)
-			assert.Zero(t, subj.State.Subjects[EventsSubject(id(i))], "%s evicted: its log goes too", id(i))
-			_, err = b.indexStream.GetLastMsgForSubject(ctx, indexSubject(newRecord(id(i))))
-			assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%s evicted: its index entry goes too", id(i))
+			assert.Zero(t, subj.State.Subjects[home], "%s evicted: its log goes too", id(i))
+			_, err = b.aliasStream.GetLastMsgForSubject(ctx, aliasSubject(id(i)))
+			assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%s evicted: its alias goes too", id(i))
 			continue
 		}
 		require.NoError(t, err, id(i))
@@ -349,9 +350,10 @@ func TestTrimEvictsABatchWhole(t *testing.T) {
 			want = a2a.StateWorking
 		}
 		assert.Equal(t, want, rec.Task.Status.State, id(i))
-		subj, err := b.log.Info(ctx, jetstream.WithSubjectFilter(EventsSubject(id(i))))
+		home := homeSubject("alice", "ctx-"+id(i), id(i))
+		subj, err := b.log.Info(ctx, jetstream.WithSubjectFilter(home))
 		require.NoError(t, err)
-		assert.Equal(t, subj.State.Subjects[EventsSubject(id(i))], uint64(rec.Events), "%s kept whole", id(i))
+		assert.Equal(t, subj.State.Subjects[home], uint64(rec.Events), "%s kept whole", id(i))
 	}
 	assert.Equal(t, int(lowWater(maxTasks)), kept)
 	_, err = b.LoadTask(ctx, id(1))

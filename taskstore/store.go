@@ -24,9 +24,10 @@ type Store struct {
 	// log holds every task's log (log.go), which is also what ListTasks
 	// pages through (list.go).
 	log jetstream.Stream
-	// aliases remembers where the logs of tasks whose ids were not minted
-	// are (ids.go).
-	aliases aliasCache
+	// aliasStream holds, and aliases remembers, where the logs of tasks
+	// whose ids were not minted are (ids.go).
+	aliasStream jetstream.Stream
+	aliases     aliasCache
 	// delegStream records which tasks each task delegated (delegations.go).
 	delegStream jetstream.Stream
 	// countStream holds the task counters, and counts this process's
@@ -88,6 +89,19 @@ func (b *Store) ensureStreams(ctx context.Context) error {
 		DiscardNewPerSubject: true,
 		MaxMsgsPerSubject:    c.MaxTaskEvents,
 		MaxMsgs:              c.MaxEvents,
+	}}, {&b.aliasStream, jetstream.StreamConfig{
+		Name:        StreamAliases,
+		Description: "a2amesh: where the logs of tasks whose ids the mesh did not mint are",
+		Subjects:    []string{subjAliasPrefix + "*"},
+		Retention:   jetstream.LimitsPolicy,
+		// An alias goes with its task (Trim); one whose task aged out
+		// goes a retention later (a task that runs for longer than
+		// twice the retention loses its alias).
+		MaxAge:            2 * c.Retention,
+		MaxMsgsPerSubject: 1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		AllowDirect:       direct,
 	}}, {&b.delegStream, jetstream.StreamConfig{
 		Name:        StreamDelegations,
 		Description: "a2amesh: the tasks each task delegated, one entry each",

@@ -124,36 +124,61 @@ func TestStaleWriterFoldsWhatItMissed(t *testing.T) {
 	assert.Equal(t, []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted}, logStates(t, b, "t2"))
 }
 
-// A log written before batches (one event a message, the creation's
-// record in headers, snapshots in a bucket of their own) reads as it is:
-// the task folds from its first message, its events keep their order and
-// get positions.
-func TestLogWrittenBeforeBatchesReads(t *testing.T) {
+// A NATS holding the earlier layout (logs on a2a.events.<id>, one event a
+// message, an index stream beside them) is refused, and Migrate moves its
+// tasks: each reads as it did, under its old id, listed for its owner; a
+// second run finds nothing to do.
+func TestMigrateMovesTheEarlierLayout(t *testing.T) {
 	b := openTestStore(t, bus.Config{})
 	ctx := context.Background()
+	for _, st := range []jetstream.StreamConfig{{Name: oldStreamEvents, Subjects: []string{oldEventsPrefix + "*"}},
+		{Name: oldStreamIndex, Subjects: []string{"a2a.index.>"}}} {
+		_, err := b.js.CreateStream(ctx, st)
+		require.NoError(t, err)
+	}
 	rec := newRecord("old1")
 	task := rec.Task
-	raw := func(ev *a2a.StreamResponse, hdr nats.Header) uint64 {
+	raw := func(id string, ev *a2a.StreamResponse, hdr nats.Header) {
 		t.Helper()
 		data, err := json.Marshal(ev)
 		require.NoError(t, err)
-		ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: EventsSubject("old1"), Data: data, Header: hdr})
+		_, err = b.js.PublishMsg(ctx, &nats.Msg{Subject: oldEventsPrefix + id, Data: data, Header: hdr})
 		require.NoError(t, err)
-		return ack.Sequence
 	}
-	raw(&a2a.StreamResponse{Task: &task}, nats.Header{hdrAgent: {"slow"}, hdrOwner: {"bob"}})
-	raw(status("old1", a2a.StateWorking), nats.Header{hdrRun: {"4.1"}})
-	last := raw(status("old1", a2a.StateCompleted), nats.Header{hdrRun: {"4.1"}})
+	raw("old1", &a2a.StreamResponse{Task: &task}, nats.Header{hdrAgent: {"slow"}, hdrOwner: {"bob"}})
+	raw("old1", status("old1", a2a.StateWorking), nats.Header{hdrRun: {"4.1"}})
+	raw("old1", status("old1", a2a.StateCompleted), nats.Header{hdrRun: {"4.1"}})
+	other := newRecord("old2").Task
+	raw("old2", &a2a.StreamResponse{Task: &other}, nats.Header{hdrAgent: {"echo"}, hdrOwner: {"bob"}})
 
-	got, err := b.LoadTask(ctx, "old1")
+	_, err := Open(ctx, b.bus)
+	require.ErrorIs(t, err, ErrOldLayout, "a store does not open on the earlier layout")
+	assert.Contains(t, err.Error(), "a2amesh migrate")
+
+	rep, err := Migrate(ctx, b.bus, nil)
+	require.NoError(t, err)
+	assert.Equal(t, MigrateReport{Moved: 2}, rep)
+	s, err := Open(ctx, b.bus)
+	require.NoError(t, err, "migrated: the store opens")
+	got, err := s.LoadTask(ctx, "old1")
 	require.NoError(t, err)
 	assert.Equal(t, "slow", got.Agent)
 	assert.Equal(t, "bob", got.Owner)
 	assert.Equal(t, "4.1", got.Run)
-	assert.Equal(t, 1, got.TurnRuns)
 	assert.Equal(t, a2a.StateCompleted, got.Task.Status.State)
-	assert.Equal(t, Pos(last, 0), got.LastSeq)
-	assert.Equal(t, []a2a.TaskState{a2a.StateWorking, a2a.StateCompleted}, logStates(t, b, "old1"))
+	var listed []string
+	require.NoError(t, s.ScanIndex(ctx, IndexQuery{Owner: "bob"}, 0, 10, func(e IndexEntry) (bool, bool) {
+		listed = append(listed, e.TaskID)
+		return true, true
+	}))
+	assert.ElementsMatch(t, []string{"old1", "old2"}, listed, "listed for their owner")
+	for _, name := range []string{oldStreamEvents, oldStreamIndex} {
+		_, err := b.js.Stream(ctx, name)
+		assert.ErrorIs(t, err, jetstream.ErrStreamNotFound, "%s removed", name)
+	}
+	rep, err = Migrate(ctx, b.bus, nil)
+	require.NoError(t, err)
+	assert.Equal(t, MigrateReport{}, rep, "nothing left to move")
 }
 
 // A batch is one message: its events get positions Pos(seq, i), every
@@ -163,14 +188,14 @@ func TestBatchIsOneMessageWithPositions(t *testing.T) {
 	ctx := context.Background()
 	rec, err := b.CreateTask(ctx, newRecord("b1"))
 	require.NoError(t, err)
-	before := streamMsgs(t, b, StreamEvents)
+	before := streamMsgs(t, b, StreamLog)
 	art := &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "b1", ContextID: "ctx-b1",
 		Artifact: a2a.Artifact{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart("hi")}}}}
 	next, _, err := b.AppendEvents(ctx, "b1", rec, func(*TaskRecord) ([]*a2a.StreamResponse, error) {
 		return []*a2a.StreamResponse{status("b1", a2a.StateWorking), art, status("b1", a2a.StateCompleted)}, nil
 	}, AppendOptions{Run: "9.1", Claim: true})
 	require.NoError(t, err)
-	assert.Equal(t, before+1, streamMsgs(t, b, StreamEvents), "three events, one message")
+	assert.Equal(t, before+1, streamMsgs(t, b, StreamLog), "three events, one message")
 	seq := SeqOf(next.LastSeq)
 	assert.Equal(t, Pos(seq, 2), next.LastSeq)
 	assert.Equal(t, 4, int(next.Events))

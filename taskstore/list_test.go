@@ -2,11 +2,15 @@ package taskstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,7 +62,7 @@ func TestIndexListsNewestChangeFirst(t *testing.T) {
 	}
 	got, seqs := indexIDs(t, b, alice, 0, 100)
 	require.Equal(t, want, got, "alice's tasks, newest first")
-	n, err := b.countFilter(ctx, alice.filter())
+	n, err := b.countFilter(ctx, alice)
 	require.NoError(t, err)
 	assert.Equal(t, len(want), n)
 
@@ -84,14 +88,123 @@ func TestIndexListsNewestChangeFirst(t *testing.T) {
 	require.NoError(t, b.ScanIndex(ctx, alice, 0, 1, func(e IndexEntry) (bool, bool) { first = e; return true, false }))
 	assert.Equal(t, "t01", first.TaskID)
 	assert.Equal(t, a2a.StateCompleted, first.State)
-	n, err = b.countFilter(ctx, alice.filter())
+	n, err = b.countFilter(ctx, alice)
 	require.NoError(t, err)
 	assert.Equal(t, len(want), n, "one entry per task")
 
-	// Every owner, for the janitor, oldest first from a time.
-	var all int
-	require.NoError(t, b.ReadIndex(ctx, IndexQuery{AnyOwner: true}, time.Now().Add(-time.Minute), func(IndexEntry) bool { all++; return true }))
-	assert.Equal(t, 30, all)
+	// Every owner, for the janitor, oldest first from a time: every
+	// message since (t01 twice, its creation then its completion)...
+	var all []string
+	require.NoError(t, b.ReadIndex(ctx, IndexQuery{AnyOwner: true}, time.Now().Add(-time.Minute), func(e IndexEntry) bool { all = append(all, e.TaskID); return true }))
+	assert.Len(t, all, 31)
+	assert.Equal(t, "t01", all[30])
+	// ...and from no time, each task's last message once.
+	all = nil
+	require.NoError(t, b.ReadIndex(ctx, IndexQuery{AnyOwner: true}, time.Time{}, func(e IndexEntry) bool { all = append(all, e.TaskID); return true }))
+	assert.Len(t, all, 30)
+	assert.Equal(t, "t01", all[29], "the last changed last")
+}
+
+// A task is listed once, at its last message, however many messages its
+// log holds: within one scan by its id, and across pages by the reader's
+// check (Current) of the task it reads.
+func TestListShowsATaskAtItsLastMessage(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx := context.Background()
+	id := MintTaskID("alice", "c", "echo", "k1")
+	rec, err := b.CreateTask(ctx, &TaskRecord{Task: a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateSubmitted}},
+		Agent: "echo", Owner: "alice"})
+	require.NoError(t, err)
+	other, err := b.CreateTask(ctx, newRecord("other"))
+	require.NoError(t, err)
+	for _, st := range []a2a.TaskState{a2a.StateWorking, a2a.StateInputRequired} {
+		rec, _, err = b.UpdateTask(ctx, id, rec, func(*TaskRecord) (*a2a.StreamResponse, error) {
+			return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: st}}}, nil
+		})
+		require.NoError(t, err)
+	}
+	got, seqs := indexIDs(t, b, IndexQuery{Owner: "alice"}, 0, 10)
+	assert.Equal(t, []string{id, "other"}, got, "each task once, the most recently changed first")
+	assert.Equal(t, SeqOf(rec.LastSeq), seqs[0], "at its last message")
+	// A page below "other" meets the task's older messages: they are not
+	// its last, as reading it shows.
+	var older []IndexEntry
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, seqs[1], 10, func(e IndexEntry) (bool, bool) {
+		older = append(older, e)
+		return true, true
+	}))
+	require.NotEmpty(t, older)
+	for _, e := range older {
+		require.Equal(t, id, e.TaskID)
+		assert.False(t, e.Current(rec), "message %d is behind the task", e.Seq)
+	}
+	assert.True(t, IndexEntry{Seq: seqs[1]}.Current(other))
+	// The entry says what the listing filters on.
+	var first IndexEntry
+	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice", ContextID: "c"}, 0, 1, func(e IndexEntry) (bool, bool) { first = e; return true, false }))
+	assert.Equal(t, IndexEntry{Seq: seqs[0], Written: first.Written, TaskID: id, Agent: "echo", Owner: hashToken("alice"), State: a2a.StateInputRequired}, first)
+}
+
+// A minted id says where its log is: the owner's and the context's
+// hashes are its first tokens, so a read by id needs no lookup, and the
+// same turn mints the same id.
+func TestMintedIDsNameTheirSubject(t *testing.T) {
+	id := MintTaskID("alice", "ctx-1", "echo", "m1\x00")
+	assert.Equal(t, id, MintTaskID("alice", "ctx-1", "echo", "m1\x00"), "a retry mints the same id")
+	assert.NotEqual(t, id, MintTaskID("alice", "ctx-1", "echo", "m2\x00"))
+	assert.NotEqual(t, id, MintTaskID("alice", "ctx-1", "other", "m1\x00"))
+	u, err := uuid.Parse(id)
+	require.NoError(t, err)
+	assert.Equal(t, uuid.Version(8), u.Version())
+	assert.Equal(t, uuid.RFC4122, u.Variant())
+	subj, ok := LogSubject(id)
+	require.True(t, ok)
+	assert.Equal(t, "a2a.task."+ownerToken("alice")+"."+contextTokens("ctx-1")+".", subj[:len(subj)-len("xxxx.xxxxxxxxxxxx")])
+	back, ok := TaskIDOf(subj)
+	require.True(t, ok)
+	assert.Equal(t, id, back)
+	assert.Equal(t, IndexQuery{Owner: "alice", ContextID: "ctx-1"}.filter(), subj[:len(subj)-len("xxxx.xxxxxxxxxxxx")]+">")
+	// An owner known by its hash (the counters) filters the same.
+	assert.Equal(t, IndexQuery{Owner: "alice"}.filter(), IndexQuery{ownerHash: hashToken("alice")}.filter())
+	assert.Equal(t, IndexQuery{Owner: ""}.filter(), IndexQuery{ownerHash: hashToken("")}.filter())
+	// Not minted: found through an alias.
+	for _, other := range []string{"t1", uuid.NewString(), strings.ToUpper(id)} {
+		_, ok := LogSubject(other)
+		assert.False(t, ok, other)
+	}
+}
+
+// A task whose id was not minted (a 0.2 client names its own) is kept
+// under its owner and context behind an alias: read, listed, appended to
+// and evicted like any other, and created once.
+func TestAliasedTaskReadsListsAndGoes(t *testing.T) {
+	b := openTestStore(t, bus.Config{MaxTasks: 20})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("client-named"))
+	require.NoError(t, err)
+	_, err = b.CreateTask(ctx, newRecord("client-named"))
+	require.ErrorIs(t, err, ErrTaskExists)
+	b.aliases.m.Clear() // as another process finds it
+	got, err := b.LoadTask(ctx, "client-named")
+	require.NoError(t, err)
+	assert.Equal(t, rec.LastSeq, got.LastSeq)
+	ids, _ := indexIDs(t, b, IndexQuery{Owner: "alice", ContextID: "ctx-client-named"}, 0, 10)
+	assert.Equal(t, []string{"client-named"}, ids)
+	_, _, err = b.UpdateTask(ctx, "client-named", nil, func(*TaskRecord) (*a2a.StreamResponse, error) {
+		return status("client-named", a2a.StateCompleted), nil
+	})
+	require.NoError(t, err)
+	for i := 0; i < 25; i++ {
+		_, err := b.CreateTask(ctx, &TaskRecord{Task: a2a.Task{ID: MintTaskID("alice", "c", "echo", fmt.Sprint(i)), ContextID: "c",
+			Status: a2a.TaskStatus{State: a2a.StateSubmitted}}, Agent: "echo", Owner: "alice"})
+		require.NoError(t, err)
+	}
+	_, err = b.Trim(ctx)
+	require.NoError(t, err)
+	_, err = b.LoadTask(ctx, "client-named")
+	require.ErrorIs(t, err, ErrTaskNotFound, "the oldest went")
+	_, err = b.aliasStream.GetLastMsgForSubject(ctx, aliasSubject("client-named"))
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "and its alias with it")
 }
 
 // A page costs about its size: with many tasks of other owners in the
@@ -123,8 +236,8 @@ func TestIndexScanReadsAboutAPage(t *testing.T) {
 	assert.LessOrEqual(t, indexEntriesRead.Load()-before, int64(40), "a page of 10 reads a window near its size, not the 400 entries")
 }
 
-// Eviction removes a task's entry with the task.
-func TestTrimRemovesIndexEntries(t *testing.T) {
+// Eviction removes a task whole: it is no longer listed or counted.
+func TestTrimRemovesListedTasks(t *testing.T) {
 	b := openTestStore(t, bus.Config{MaxTasks: 20})
 	ctx := context.Background()
 	for i := 0; i < 25; i++ {
@@ -135,9 +248,9 @@ func TestTrimRemovesIndexEntries(t *testing.T) {
 	require.NoError(t, err)
 	info, err := b.log.Info(ctx)
 	require.NoError(t, err)
-	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
+	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"})
 	require.NoError(t, err)
-	assert.Equal(t, int(info.State.NumSubjects), n, "one entry per task kept")
+	assert.Equal(t, int(info.State.NumSubjects), n, "one log per task kept")
 	assert.Equal(t, 18, n, "trimmed to 90%% of MaxTasks")
 	assert.Less(t, n, 25)
 }
@@ -146,7 +259,7 @@ func TestTrimRemovesIndexEntries(t *testing.T) {
 // for a page of 50) and the count of one owner's tasks, with 10⁴ and 10⁵
 // tasks in the index:
 //
-//	go test -run '^$' -bench IndexPage ./bus
+//	go test -run '^$' -bench IndexPage ./taskstore
 func BenchmarkIndexPage(bb *testing.B) {
 	levels := []int{10_000, 100_000}
 	if os.Getenv("A2AMESH_BENCH_MILLION") != "" {
@@ -156,10 +269,12 @@ func BenchmarkIndexPage(bb *testing.B) {
 		bb.Run(fmt.Sprintf("tasks=%d", n), func(bb *testing.B) {
 			b := openTestStore(bb, bus.Config{MaxTasks: int64(2 * n)})
 			for i := 0; i < n; i++ {
-				rec := newRecord(fmt.Sprintf("t%07d", i))
-				msg, err := indexMsg(rec)
+				key := fmt.Sprintf("t%07d", i)
+				rec := newRecord(MintTaskID("alice", "ctx-"+key, "echo", key))
+				data, err := json.Marshal(rec)
 				require.NoError(bb, err)
-				_, err = b.js.PublishMsgAsync(msg)
+				subj, _ := LogSubject(rec.Task.ID)
+				_, err = b.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data, Header: logHeader(formCreate, 1, "", true, 0, rec)})
 				require.NoError(bb, err)
 				b.countTask(rec.Owner, rec.Agent, +1)
 			}
@@ -198,38 +313,13 @@ func BenchmarkIndexPage(bb *testing.B) {
 			})
 			bb.Run("server-count", func(bb *testing.B) {
 				for bb.Loop() {
-					got, err := b.countFilter(ctx, q.filter())
+					got, err := b.countFilter(ctx, q)
 					require.NoError(bb, err)
 					require.Equal(bb, n, got)
 				}
 			})
 		})
 	}
-}
-
-// A writer that overtakes a creation still in flight (a fast worker)
-// keeps its entry: the creation's entry is written only where none is.
-func TestIndexCreationEntryNeverOverwritesANewerOne(t *testing.T) {
-	b := openTestStore(t, bus.Config{})
-	ctx := context.Background()
-	rec := newRecord("fast")
-	msg, err := indexMsg(rec)
-	require.NoError(t, err)
-	// The worker's entry lands first...
-	done := *rec
-	done.Task.Status = a2a.TaskStatus{State: a2a.StateCompleted, Timestamp: a2a.Now()}
-	b.index(ctx, &done)
-	// ...then the creation's.
-	_, err = b.bus.Publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
-	require.Error(t, err, "a first entry where one is")
-	started, finish, err := b.StartTask(ctx, rec)
-	require.NoError(t, err)
-	require.NoError(t, finish(ctx))
-	require.NotZero(t, started.LastSeq)
-	var got IndexEntry
-	require.NoError(t, b.ScanIndex(ctx, IndexQuery{Owner: "alice"}, 0, 1, func(e IndexEntry) (bool, bool) { got = e; return true, false }))
-	assert.Equal(t, "fast", got.TaskID)
-	assert.Equal(t, a2a.StateCompleted, got.State, "the creation did not overwrite the newer entry")
 }
 
 // The index answers for one owner only, in the entries a scan hands out
@@ -281,10 +371,10 @@ func TestLostCreationWritesNoIndexEntry(t *testing.T) {
 	_, err = b.CreateTask(ctx, again)
 	require.ErrorIs(t, err, ErrTaskExists)
 	time.Sleep(50 * time.Millisecond) // an asynchronous entry would have landed
-	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"}.filter())
+	n, err := b.countFilter(ctx, IndexQuery{Owner: "alice"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "one entry for the one task")
-	n, err = b.countFilter(ctx, IndexQuery{Owner: "alice", ContextID: "another context"}.filter())
+	n, err = b.countFilter(ctx, IndexQuery{Owner: "alice", ContextID: "another context"})
 	require.NoError(t, err)
 	assert.Zero(t, n, "none under the losing attempt's context")
 }
