@@ -16,14 +16,13 @@ import (
 // ListTasks forever. The first sweep runs StaleAfter after start (so a
 // restarted mesh picks up what the crash stranded), then every SweepEvery.
 //
-// A sweep never reads the task bucket. It reads this agent's entries of
-// the task index (bus/index.go) written since the previous sweep's bound,
-// up to StaleAfter ago: the index keeps one entry per task, moved to the
-// end at every status change, so an entry still saying "submitted" there
-// is a task that has not moved since it was created (or given a new turn)
-// at least StaleAfter ago. Each entry is read about once per worker, so a
-// sweep costs the tasks created since the last one, not the tasks kept.
-// The first sweep looks back SweepLookback.
+// A sweep reads no task whole. It reads the headers of the log messages
+// written since the previous sweep's bound (taskstore.ReadIndex), keeps
+// this agent's, and takes each task's last: one still saying "submitted"
+// and written at least StaleAfter ago is a task that has not moved since
+// it was created (or given a new turn). A sweep costs the messages
+// written since the last one, not the tasks kept. The first sweep looks
+// back SweepLookback.
 func (w *Worker) janitor(ctx context.Context) {
 	jitter := time.Duration(rand.Int64N(int64(w.StaleAfter/4) + 1))
 	t := time.NewTimer(w.StaleAfter + jitter)
@@ -40,6 +39,10 @@ func (w *Worker) janitor(ctx context.Context) {
 	}
 }
 
+// sweepMax bounds the tasks one sweep looks at (the rest wait for the
+// next sweep, which starts where this one started).
+const sweepMax = 1_000_000
+
 // SweepLookback is how far back the first sweep of a worker looks for
 // stranded tasks. A task stranded longer before the worker started stays
 // submitted until its client retries the send (which re-enqueues it) or
@@ -52,16 +55,24 @@ var SweepLookback = time.Hour
 // sweep starts: the bound this one reached, or since again if it failed.
 func (w *Worker) sweep(ctx context.Context, since time.Time) time.Time {
 	cutoff := time.Now().Add(-w.StaleAfter)
-	var ids []string
+	next := cutoff
+	// Every message of the agent's tasks written since: a task's last
+	// one says where it stands (a submitted task that a worker took
+	// has a later message).
+	last := map[string]taskstore.IndexEntry{}
 	err := w.Store.ReadIndex(ctx, taskstore.IndexQuery{AnyOwner: true, Agent: w.Name}, since, func(e taskstore.IndexEntry) bool {
-		if e.Written.After(cutoff) {
-			return false // entries come in the order they were written
-		}
-		if e.State == a2a.StateSubmitted {
-			ids = append(ids, e.TaskID)
-		}
-		return true
+		last[e.TaskID] = e
+		return len(last) < sweepMax
 	})
+	if len(last) >= sweepMax {
+		next = since // the rest next time
+	}
+	var ids []string
+	for id, e := range last {
+		if e.State == a2a.StateSubmitted && !e.Written.After(cutoff) {
+			ids = append(ids, id)
+		}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Logger.Warn("sweep for stranded tasks failed", "err", err)
@@ -82,5 +93,5 @@ func (w *Worker) sweep(ctx context.Context, since time.Time) time.Time {
 			w.Logger.Warn("re-enqueued a submitted task whose work item was lost", "task_id", id)
 		}
 	}
-	return cutoff
+	return next
 }
