@@ -18,6 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // The memory benchmark: many tasks through a mesh whose --max-tasks is
@@ -190,8 +193,10 @@ type MemoryResult struct {
 	Levels   []MemoryLevel
 }
 
-// memStreams are the streams a level reports, in order.
-var memStreams = []string{"A2A_EVENTS", "A2A_INDEX", "A2A_WORK", "KV_A2A_PUSH"}
+// memStreams are the streams a level reports, in order: the task log
+// (which the listing reads too: there is no index), the work queue and
+// the push configs.
+var memStreams = []string{taskstore.StreamLog, bus.StreamWork, "KV_" + bus.BucketPush}
 
 // memProc is a process of the mesh under measurement.
 type memProc struct {
@@ -363,7 +368,7 @@ func RunMemory(ctx context.Context, o MemoryOptions) (MemoryResult, error) {
 		t0 := time.Now()
 		low := uint64(max(0, o.MaxTasks-max(1, o.MaxTasks/10)))
 		for i := 0; i < 100_000; i++ {
-			st := streamState(ctx, js, "A2A_EVENTS")
+			st := streamState(ctx, js, taskstore.StreamLog)
 			if uint64(st.Subjects) <= low || time.Since(t0) >= o.Settle || ctx.Err() != nil {
 				break
 			}
@@ -397,7 +402,7 @@ func RunMemory(ctx context.Context, o MemoryOptions) (MemoryResult, error) {
 		for _, name := range memStreams {
 			lv.Streams = append(lv.Streams, streamState(ctx, js, name))
 		}
-		lv.Retained = uint64(lv.Stream("A2A_EVENTS").Subjects) // one log per task
+		lv.Retained = uint64(lv.Stream(taskstore.StreamLog).Subjects) // one log per task
 		lv.DataDir, lv.DataFiles = diskUse(m.dataDir)
 		res.Levels = append(res.Levels, lv)
 		if o.Measured != nil {

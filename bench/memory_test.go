@@ -15,7 +15,7 @@ import (
 
 // bench memory sends tasks past --max-tasks through nats, edge and worker
 // processes and measures each level: every level is reported, the mesh
-// never holds more snapshots or index entries than --max-tasks, every
+// never holds more task logs than --max-tasks, every
 // process is measured (after a forced GC, through --pprof-listen) and its
 // heap profile written.
 func TestBenchMemory(t *testing.T) {
@@ -38,10 +38,11 @@ func TestBenchMemory(t *testing.T) {
 	for _, l := range res.Levels {
 		require.Zero(t, l.Fill.Errors, "at %d: %v", l.Sent, l.Fill.ErrorSummary())
 		require.EqualValues(t, l.Sent, l.Tasks)
-		// Retention held: the bucket's and the index's own bounds, and
-		// the trimmer's low water once the load stops.
+		// Retention held: the log's own bound (one subject per task,
+		// which the listing reads too: there is no index), and the
+		// trimmer's low water once the load stops.
 		require.LessOrEqual(t, l.Retained, uint64(50), "at %d", l.Sent)
-		require.LessOrEqual(t, l.Stream("A2A_INDEX").Msgs, uint64(50), "at %d", l.Sent)
+		require.LessOrEqual(t, l.Stream("A2A_LOG").Subjects, 50, "at %d", l.Sent)
 		require.Positive(t, l.DataDir)
 		require.Len(t, l.Procs, 3)
 		for _, p := range l.Procs {
@@ -61,11 +62,11 @@ func TestBenchMemory(t *testing.T) {
 	top := res.Levels[2]
 	require.Positive(t, top.Retained, "tasks are retained")
 	require.LessOrEqual(t, top.Retained, uint64(45), "the trimmer brought the tasks to 90%% of --max-tasks")
-	require.GreaterOrEqual(t, top.Stream("A2A_EVENTS").LastSeq, uint64(2*200), "every task logged its events")
+	require.GreaterOrEqual(t, top.Stream("A2A_LOG").LastSeq, uint64(2*200), "every task logged its events")
 
 	var out bytes.Buffer
 	PrintMemory(&out, res, time.Second)
-	for _, want := range []string{"| 200 | nats |", "| 200 | edge |", "| 200 | worker |", "memory per retained task", "A2A_EVENTS"} {
+	for _, want := range []string{"| 200 | nats |", "| 200 | edge |", "| 200 | worker |", "memory per retained task", "A2A_LOG", "A2A_WORK", "KV_A2A_PUSH"} {
 		require.Contains(t, out.String(), want)
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -177,6 +178,14 @@ func TestRegistryRefusesLiveAgent(t *testing.T) {
 		_ = other.Stop()
 		_, _ = other.Wait(10 * time.Second)
 	}()
+	// Start returns before the worker registers: wait until it serves
+	// the agent (the edge lists it), or the round could start first.
+	probe := &registryBench{o: RegistryOptions{Agent: "echo"}, client: &http.Client{Timeout: 2 * time.Second}}
+	t0 := time.Now()
+	if _, err := pollUntil(ctx, edgePoll, func() bool { return probe.edgeLists(ctx, m.EdgeURL) }); err != nil {
+		t.Fatalf("the other worker never served echo: %v", err)
+	}
+	t.Logf("the other worker served echo after %v", time.Since(t0).Round(time.Millisecond))
 	_, err = RunRegistry(ctx, RegistryOptions{NATSURL: m.NATSURL, Bus: cfg, Agent: "echo", Rounds: 1,
 		Launcher: l, Timeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "still listed") {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 func fmtLatency(d time.Duration) string {
@@ -170,13 +173,13 @@ func PrintMemory(w io.Writer, r MemoryResult, idle time.Duration) {
 		return
 	}
 	fmt.Fprintf(w, "bench memory: --roles %s, --max-tasks %d, %d clients, blocking SendMessage to echo\n\n", r.Roles, r.MaxTasks, r.Clients)
-	fmt.Fprintln(w, "| tasks sent | completed/s | errors | retained (snapshots) | settle | events msgs / subjects | index msgs | work msgs | data dir |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| tasks sent | completed/s | errors | retained (task logs) | settle | log msgs / subjects | work msgs | data dir |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, l := range r.Levels {
-		ev, ix, wq := l.Stream("A2A_EVENTS"), l.Stream("A2A_INDEX"), l.Stream("A2A_WORK")
-		fmt.Fprintf(w, "| %d | %.0f | %d | %d | %s | %d / %d | %d | %d | %s (%d files) |\n",
+		lg, wq := l.Stream(taskstore.StreamLog), l.Stream(bus.StreamWork)
+		fmt.Fprintf(w, "| %d | %.0f | %d | %d | %s | %d / %d | %d | %s (%d files) |\n",
 			l.Sent, l.Fill.Throughput, l.Fill.Errors, l.Retained, l.Settled.Round(100*time.Millisecond),
-			ev.Msgs, ev.Subjects, ix.Msgs, wq.Msgs, fmtMiB(l.DataDir), l.DataFiles)
+			lg.Msgs, lg.Subjects, wq.Msgs, fmtMiB(l.DataDir), l.DataFiles)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "| tasks sent | process | RSS under load | RSS idle (%v) | RSS after GC | high-water | heap live / in use / runtime total |\n", idle)
@@ -261,8 +264,8 @@ func PrintMemory(w io.Writer, r MemoryResult, idle time.Duration) {
 // Line is the level's figures on one line, as a memory run reports a
 // level once it is measured.
 func (l MemoryLevel) Line() string {
-	ev := l.Stream("A2A_EVENTS")
-	s := fmt.Sprintf("level %d sent (%d errors, %.0f/s): %d retained, events %d msgs / %d subjects, data dir %s;",
+	ev := l.Stream(taskstore.StreamLog)
+	s := fmt.Sprintf("level %d sent (%d errors, %.0f/s): %d retained, log %d msgs / %d subjects, data dir %s;",
 		l.Sent, l.Fill.Errors, l.Fill.Throughput, l.Retained, ev.Msgs, ev.Subjects, fmtMiB(l.DataDir))
 	for _, p := range l.Procs {
 		s += fmt.Sprintf(" %s RSS load %s idle %s", p.Role, fmtMiB(p.Load), fmtMiB(p.Idle))

@@ -23,6 +23,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/ssetest"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // The open-streams benchmark: N SSE streams (SubscribeToTask, PerTask of
@@ -887,7 +888,7 @@ func readEventLog(ctx context.Context, natsURL string, ids []string) (map[string
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	stream, err := js.Stream(ctx, "A2A_EVENTS")
+	stream, err := js.Stream(ctx, taskstore.StreamLog)
 	if err != nil {
 		return nil, fmt.Errorf("bench: the event log: %w", err)
 	}
@@ -903,7 +904,7 @@ func readEventLog(ctx context.Context, natsURL string, ids []string) (map[string
 	if last == 0 {
 		return out, nil
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"a2a.events.>"}})
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{taskstore.LogSubjects}})
 	if err != nil {
 		return nil, err
 	}
@@ -921,21 +922,27 @@ func readEventLog(ctx context.Context, natsURL string, ids []string) (map[string
 		if err != nil {
 			return nil, err
 		}
-		id := strings.TrimPrefix(m.Subject(), "a2a.events.")
+		id, _ := taskstore.TaskIDOf(m.Subject())
 		if l, ok := out[id]; ok {
-			var ev a2a.StreamResponse
-			if err := json.Unmarshal(m.Data(), &ev); err != nil {
-				return nil, fmt.Errorf("bench: event %d: %w", meta.Sequence.Stream, err)
+			// A message holds a batch of events, each at its own
+			// position (the id streams give it).
+			evs, err := taskstore.EventsOf(meta.Sequence.Stream, m.Headers(), m.Data())
+			if err != nil {
+				return nil, fmt.Errorf("bench: log message %d: %w", meta.Sequence.Stream, err)
 			}
-			e := logEntry{seq: meta.Sequence.Stream, at: meta.Timestamp.UnixNano()}
-			switch {
-			case ev.Task != nil:
-			case ev.Message != nil && ev.Message.Role == a2a.RoleUser:
-			default:
-				e.item = true
-				e.final = ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
+			for _, le := range evs {
+				ev := le.Resp
+				e := logEntry{seq: le.Seq, at: meta.Timestamp.UnixNano()}
+				switch {
+				case ev.Task != nil:
+				case ev.Message != nil && ev.Message.Role == a2a.RoleUser:
+				default:
+					e.item = true
+					e.final = ev.StatusUpdate != nil && ev.StatusUpdate.Status.State.Final()
+				}
+				l = append(l, e)
 			}
-			out[id] = append(l, e)
+			out[id] = l
 		}
 		if meta.Sequence.Stream >= last {
 			break

@@ -231,6 +231,12 @@ func examplesChecks() []*check {
 				t.Errorf("keys file: %v %v", st, err)
 			}
 		}},
+		{file: "docs/deployment.md", match: re(`^a2amesh migrate --nats`), fn: func(t *testing.T, _ *session, r result) {
+			// A fresh NATS holds no earlier layout: migrate says so.
+			if !strings.Contains(r.out, "nothing to migrate") {
+				t.Errorf("migrate on a fresh NATS does not say there is nothing to migrate:\n%s%s", r.out, r.errOut)
+			}
+		}},
 		{file: "docs/console.md", match: re(`^curl -s localhost:8080/ops/v1/fleet`), fn: func(t *testing.T, _ *session, r result) {
 			workers := map[string]any{}
 			for _, a := range jsonOf(t, r.out)["agents"].([]any) {

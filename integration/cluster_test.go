@@ -561,10 +561,14 @@ func clusterTimeline(b *taskstore.Store, id string, t0 time.Time) string {
 	if err != nil {
 		return err.Error()
 	}
+	subj, err := logSubject(ctx, b.Bus().JetStream(), id)
+	if err != nil {
+		return err.Error()
+	}
 	var out []string
 	next := uint64(1)
 	for i := 0; i < 50; i++ {
-		m, err := events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(taskstore.EventsSubject(id)))
+		m, err := events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
 		if err != nil {
 			break
 		}
@@ -590,6 +594,28 @@ func clusterTimeline(b *taskstore.Store, id string, t0 time.Time) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// logSubject is the subject of task id's log (stream taskstore.StreamLog):
+// computed from an id the mesh minted, else read from the task's alias
+// (stream taskstore.StreamAliases, taskstore/ids.go).
+func logSubject(ctx context.Context, js jetstream.JetStream, id string) (string, error) {
+	if subj, ok := taskstore.LogSubject(id); ok {
+		return subj, nil
+	}
+	aliases, err := js.Stream(ctx, taskstore.StreamAliases)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", id, err)
+	}
+	m, err := aliases.GetLastMsgForSubject(ctx, "a2a.alias."+id)
+	if err != nil {
+		return "", fmt.Errorf("task %s: alias: %w", id, err)
+	}
+	subj := m.Header.Get("A2a-Alias")
+	if _, ok := taskstore.TaskIDOf(subj); !ok {
+		return "", fmt.Errorf("task %s: its alias names no log (%q)", id, subj)
+	}
+	return subj, nil
 }
 
 // clusterLog is what a task's event log says about how it ended.

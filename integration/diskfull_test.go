@@ -315,6 +315,8 @@ func purgeTasks(t *testing.T, b *taskstore.Store, tasks map[string]string) {
 	events, err := js.Stream(ctx, taskstore.StreamLog)
 	require.NoError(t, err)
 	for id := range tasks {
-		require.NoError(t, events.Purge(ctx, jetstream.WithPurgeSubject(taskstore.EventsSubject(id))))
+		subj, err := logSubject(ctx, js, id)
+		require.NoError(t, err)
+		require.NoError(t, events.Purge(ctx, jetstream.WithPurgeSubject(subj)))
 	}
 }

@@ -183,7 +183,7 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, 
 		if err != nil {
 			status("waiting for JetStream at " + shown + ": " + err.Error())
 		}
-		return err
+		return errOldLayoutPermanent(err)
 	})
 	if err != nil {
 		nc.Close()

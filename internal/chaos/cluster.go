@@ -222,7 +222,10 @@ func (e logEntry) state() a2a.TaskState {
 // a batch of events: each is one entry, its Seq the event's position
 // (taskstore.Pos), the id streams give it.
 func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
-	subj, _ := taskstore.LogSubject(id)
+	subj, err := a.logSubject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	var out []logEntry
 	next := uint64(1)
 	for i := 0; i < 20_000; i++ {
@@ -247,7 +250,28 @@ func (a *admin) taskLog(ctx context.Context, id string) ([]logEntry, error) {
 	return out, errors.New("log too long")
 }
 
-// rawMsg is a message of the events stream as $JS.API.STREAM.MSG.GET
+// logSubject is the subject of task id's log: computed from an id the
+// mesh minted, else read from the task's alias (taskstore/ids.go).
+func (a *admin) logSubject(ctx context.Context, id string) (string, error) {
+	if subj, ok := taskstore.LogSubject(id); ok {
+		return subj, nil
+	}
+	aliases, err := a.js.Stream(ctx, taskstore.StreamAliases)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", id, err)
+	}
+	m, err := aliases.GetLastMsgForSubject(ctx, aliasPrefix+id)
+	if err != nil {
+		return "", fmt.Errorf("task %s: alias: %w", id, err)
+	}
+	subj := m.Header.Get(aliasHeader)
+	if _, ok := taskstore.TaskIDOf(subj); !ok {
+		return "", fmt.Errorf("task %s: alias names no log (%q)", id, subj)
+	}
+	return subj, nil
+}
+
+// rawMsg is a message of the log stream as $JS.API.STREAM.MSG.GET
 // answers it.
 type rawMsg struct {
 	Seq  uint64    `json:"seq"`
@@ -317,7 +341,12 @@ const (
 	baseHeader  = "A2a-Base"  // a batch without a snapshot: the sequence of the last message with one
 	agentHeader = "A2a-Agent" // a creation written before batches: the task's agent
 	ownerHeader = "A2a-Owner"
+	aliasHeader = "A2a-Alias" // an alias message (stream A2A_ALIASES): the subject of the task's log
 )
+
+// aliasPrefix is the subject prefix of the aliases of tasks whose ids the
+// mesh did not mint (taskstore/names.go).
+const aliasPrefix = "a2a.alias."
 
 // snapshotOf returns the task a message of a task's log holds, if it
 // holds one (nil otherwise): a creation's body is the task record, a
@@ -416,7 +445,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 	}()
 	// running: tasks whose last message holds no snapshot.
 	type running struct {
-		id         string
+		id, subj   string
 		last, base uint64
 	}
 	var todo []running
@@ -449,7 +478,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 				return out, fmt.Errorf("%s: %w", m.Subject(), err)
 			}
 			base, _ := strconv.ParseUint(m.Headers().Get(baseHeader), 10, 64)
-			todo = append(todo, running{id: id, last: meta.Sequence.Stream, base: base})
+			todo = append(todo, running{id: id, subj: m.Subject(), last: meta.Sequence.Stream, base: base})
 		}
 		if err := batch.Error(); err != nil {
 			return out, err
@@ -465,7 +494,7 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 		return out, fmt.Errorf("read %d of %d entries", read, want)
 	}
 	for _, r := range todo {
-		rec, err := a.foldTask(ctx, r.id, r.base, r.last)
+		rec, err := a.foldTask(ctx, r.id, r.subj, r.base, r.last)
 		if err != nil {
 			return out, fmt.Errorf("task %s: %w", r.id, err)
 		}
@@ -474,13 +503,13 @@ func (a *admin) scanTasks(ctx context.Context, budget time.Duration) ([]taskstor
 	return out, nil
 }
 
-// foldTask reads task id from its log's leader: the first message holding
-// a snapshot at or after sequence from (a batch's base), and the events
-// of the messages after it up to sequence last folded onto its task. A
+// foldTask reads task id from its log's leader (subject subj): the first
+// message holding a snapshot at or after sequence from (a batch's base),
+// and the events of the messages after it up to sequence last folded onto
+// its task. A
 // log holding no snapshot there (its head aged out) gives a record with
 // only the task's id, which no agent's check takes.
-func (a *admin) foldTask(ctx context.Context, id string, from, last uint64) (*taskstore.TaskRecord, error) {
-	subj, _ := taskstore.LogSubject(id)
+func (a *admin) foldTask(ctx context.Context, id, subj string, from, last uint64) (*taskstore.TaskRecord, error) {
 	var rec *taskstore.TaskRecord
 	next := max(from, 1)
 	for i := 0; i < 20_000 && next <= last; i++ {
