@@ -24,8 +24,10 @@ type UnsettledError struct {
 	// ReadErr, when not nil, is why the task could not be read afresh at
 	// the bound: the task returned beside the error is as last seen.
 	ReadErr error
-	// StoreFull is true when the wait was cut to StoreFullGrace because
-	// the store refused the task's snapshot for lack of storage.
+	// StoreFull is true when the wait was cut short because the task's
+	// worker could not record its next step for lack of storage
+	// (NoticeStoreFull): the task stands and runs once space returns, so
+	// a longer wait would only hold the client for the whole bound.
 	StoreFull bool
 }
 
@@ -41,13 +43,6 @@ var errBound = errors.New("tasks: await bound reached")
 
 // standsTimeout bounds the read of a task whose wait reached its bound.
 const standsTimeout = 2 * time.Second
-
-// StoreFullGrace is how soon a blocking send whose worker cannot record
-// a step for lack of storage is answered, at most, after the worker's
-// first try: the task stands and runs once space returns (retention
-// trims, an operator frees the disk), so a longer wait would only hold
-// the client for the whole bound.
-const StoreFullGrace = time.Second
 
 // Await waits until the task of sub (submitted with Turn.Wait) settles:
 // ends, or asks for input. It waits at most until until (zero: only ctx
