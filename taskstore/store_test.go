@@ -352,3 +352,27 @@ func openOn(ctx context.Context, nc *nats.Conn, cfg bus.Config) (*Store, error) 
 	}
 	return Open(ctx, b)
 }
+
+// An append whose ack was lost and which another writer's append then
+// followed is recognised by its A2a-Try further back in the log, not only
+// as the log's last message.
+func TestStoredFindsAnAppendBehindAnother(t *testing.T) {
+	b := openTestStore(t, bus.Config{})
+	ctx := context.Background()
+	rec, err := b.CreateTask(ctx, newRecord("try1"))
+	require.NoError(t, err)
+	subj, err := b.subject(ctx, "try1")
+	require.NoError(t, err)
+	mine := nats.Header{hdrTry: {"mine"}}
+	_, err = b.publishLog(ctx, subj, []byte("{}"), mine, SeqOf(rec.LastSeq))
+	require.NoError(t, err)
+	last, err := b.log.GetLastMsgForSubject(ctx, subj)
+	require.NoError(t, err)
+	_, err = b.publishLog(ctx, subj, []byte("{}"), nats.Header{}, last.Sequence)
+	require.NoError(t, err)
+	assert.True(t, b.stored(ctx, subj, SeqOf(rec.LastSeq)+1, "mine"))
+	assert.False(t, b.stored(ctx, subj, SeqOf(rec.LastSeq)+1, "another"))
+	// Its repeat fails the compare-and-set and is not taken for stored.
+	_, err = b.publishLog(ctx, subj, []byte("{}"), nats.Header{hdrTry: {"mine"}}, SeqOf(rec.LastSeq))
+	assert.True(t, bus.IsWrongLastSeq(err), "%v", err)
+}

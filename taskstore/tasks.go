@@ -198,6 +198,36 @@ func (b *Store) forward(ctx context.Context, id string, rec *TaskRecord) (*TaskR
 	return next, err
 }
 
+// hdrTry names one append of a log message (publishLog).
+const hdrTry = "A2a-Try"
+
+// newTry is a new append's A2a-Try.
+func newTry() string {
+	u := uuid.New()
+	return base64.RawURLEncoding.EncodeToString(u[:12])
+}
+
+// storedTryScan bounds how far stored looks.
+const storedTryScan = 64
+
+// stored reports whether the log on subj holds, at sequence from or
+// later, the message of append try.
+func (b *Store) stored(ctx context.Context, subj string, from uint64, try string) bool {
+	for i := 0; i < storedTryScan; i++ {
+		m, err := bus.Read(ctx, func(c context.Context) (*jetstream.RawStreamMsg, error) {
+			return b.log.GetMsg(c, from, jetstream.WithGetMsgSubject(subj))
+		})
+		if err != nil {
+			return false
+		}
+		if m.Header.Get(hdrTry) == try {
+			return true
+		}
+		from = m.Sequence + 1
+	}
+	return false
+}
+
 // Mutation decides the next event of a task from its current state. It
 // must not modify rec. Returning an error aborts the update with it.
 type Mutation func(rec *TaskRecord) (*a2a.StreamResponse, error)
@@ -288,10 +318,24 @@ func (b *Store) AppendEvents(ctx context.Context, id string, rec *TaskRecord, mu
 		if err != nil {
 			return rec, nil, err
 		}
+		try := newTry()
+		hdr.Set(hdrTry, try)
 		seq, err := b.publishLog(ctx, subj, data, hdr, SeqOf(rec.LastSeq))
 		if bus.IsWrongLastSeq(err) {
+			from := SeqOf(rec.LastSeq) + 1
 			if rec, err = b.forward(ctx, id, rec); err != nil {
 				return nil, nil, err
+			}
+			if b.stored(ctx, subj, from, try) {
+				// This append was stored (its ack lost), and another
+				// writer's came after it: the task as it now stands
+				// holds it.
+				if rec.Task.Status.State.Final() {
+					if task, err := json.Marshal(rec); err == nil {
+						b.notifySettled(rec, task)
+					}
+				}
+				return rec, evs, nil
 			}
 			continue
 		}
@@ -337,19 +381,23 @@ func (b *Store) plan(rec *TaskRecord, evs []*a2a.StreamResponse, opts AppendOpti
 }
 
 // publishLog appends one message to the log on subj, expecting the log's
-// last sequence to be expect (0: an empty log).
+// last sequence to be expect (0: an empty log). The message carries in
+// A2a-Try an id of this append alone, which publish repeats through a
+// failover: a repeat of an attempt that was stored fails the
+// compare-and-set, and finds its own id in the log's last message. (No
+// Nats-Msg-Id: the server would keep one per append for its duplicate
+// window, a third of its heap under load, for what the compare-and-set
+// already decides.)
 func (b *Store) publishLog(ctx context.Context, subj string, data []byte, hdr nats.Header, expect uint64) (uint64, error) {
+	try := hdr.Get(hdrTry)
+	if try == "" {
+		try = newTry()
+		hdr.Set(hdrTry, try)
+	}
 	msg := &nats.Msg{Subject: subj, Data: data, Header: hdr}
-	// A message id of this append alone lets publish repeat it through a
-	// failover: a repeat of an attempt that was stored is acknowledged as
-	// its duplicate (clustered streams check ids before the sequence).
-	u := uuid.New()
-	msgID := "e" + base64.RawURLEncoding.EncodeToString(u[:])
-	ack, err := b.bus.Publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect), jetstream.WithMsgID(msgID))
+	ack, err := b.bus.Publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect))
 	if bus.IsWrongLastSeq(err) {
-		// A single server checks the sequence first: the last message
-		// may be this append's own earlier attempt.
-		if last, lerr := b.log.GetLastMsgForSubject(ctx, subj); lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == msgID {
+		if last, lerr := b.log.GetLastMsgForSubject(ctx, subj); lerr == nil && last.Header.Get(hdrTry) == try {
 			return last.Sequence, nil
 		}
 	}

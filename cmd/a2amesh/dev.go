@@ -40,6 +40,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	tuneGCForServer()
 	log := lf.logger()
 	grpcDefault := false
 	if *ef.grpcListen == "" && os.Getenv("A2AMESH_GRPC_LISTEN") == "" && !flagSet(fs, "grpc-listen") {

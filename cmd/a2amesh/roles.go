@@ -67,6 +67,7 @@ func runNATS(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	tuneGCForServer()
 	log := lf.logger()
 	stopPprof, err := servePprof(*pprofListen, log)
 	if err != nil {
