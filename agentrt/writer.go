@@ -42,6 +42,7 @@ type writer struct {
 	rec        *taskstore.TaskRecord // the task as the run's last append left it
 	held       []*a2a.StreamResponse // events not appended yet
 	timer      *time.Timer           // flushes held after linger
+	gaveUp     bool                  // a write that settles the turn failed: no lingering retry
 	state      a2a.TaskState         // the task's state after held
 	claimed    bool                  // the run's claim is held or written
 	undecided  bool                  // that claim leaves the turn open to a message reply
@@ -88,7 +89,17 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 		w.state = ev.StatusUpdate.Status.State
 	}
 	if ends || len(w.held) == taskstore.MaxBatch || w.linger <= 0 {
-		return w.flushLocked()
+		err := w.flushLocked()
+		if err != nil && ends {
+			// The run could not settle its turn: the worker hands the
+			// turn back, and a lingering retry must not settle it after
+			// that (the next run would find it done without running).
+			w.gaveUp = true
+			if w.timer != nil {
+				w.timer.Stop()
+			}
+		}
+		return err
 	}
 	if w.timer == nil {
 		w.timer = time.AfterFunc(w.linger, w.flushLingered)
@@ -102,7 +113,7 @@ func (w *writer) update(ev *a2a.StreamResponse) error {
 func (w *writer) flushLingered() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.held) == 0 || w.closed || w.superseded {
+	if len(w.held) == 0 || w.closed || w.superseded || w.gaveUp {
 		return
 	}
 	if err := w.flushLocked(); err != nil && w.busErr != nil && len(w.held) > 0 {

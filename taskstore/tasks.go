@@ -176,6 +176,9 @@ func (b *Store) writeAlias(ctx context.Context, id, subj string) error {
 	case err != nil:
 		return err
 	}
+	if b.aliases.n.Add(1) <= aliasCacheMax {
+		b.aliases.m.Store(id, subj)
+	}
 	return nil
 }
 
