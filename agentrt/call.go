@@ -22,8 +22,10 @@ const MetaParent = taskstore.MetaParent
 
 // Errors of Mesh calls.
 var (
-	// ErrUnknownAgent: no live worker serves the called agent.
-	ErrUnknownAgent = errors.New("agentrt: no live worker serves this agent")
+	// ErrUnknownAgent: the called agent is not known to the mesh (it
+	// never registered, or was removed). A known agent with no live
+	// worker is not an error: the call waits in its queue.
+	ErrUnknownAgent = errors.New("agentrt: no agent of that name is registered with the mesh")
 	// ErrNotContinuable: a message for an existing task that does not
 	// wait for input.
 	ErrNotContinuable = errors.New("agentrt: the task does not wait for input")
@@ -102,8 +104,8 @@ type Mesh struct {
 	// caller a tenth of its remaining time (at most 5 s) to settle its
 	// own task. Set it before the first Send.
 	MaxWait time.Duration
-	// live tells whether an agent has a live worker (nil: read the
-	// registry bucket each time).
+	// live tells whether an agent may be called (nil: ask the registry
+	// each time, registry.Routable).
 	live func(ctx context.Context, agent string) (bool, error)
 }
 
@@ -124,8 +126,9 @@ func (r *Request) Mesh() *Mesh { return r.mesh }
 // The wait is bounded (see MaxWait): past the bound Send returns a
 // *WaitError (errors.Is ErrWaitExpired) naming the agent, the task, its
 // state and the time waited, and leaves the task as it is. An agent with
-// no live worker (none, and none lost within the registry's grace) fails
-// at once with ErrUnknownAgent. When ctx ends first, Send returns ctx's
+// that is not known to the mesh (registry.IsKnown) fails at once with
+// ErrUnknownAgent; one known but with no live worker now waits in its
+// queue, within the bound, for the next worker. When ctx ends first, Send returns ctx's
 // error; if the calling task was canceled or timed out, the called task
 // is canceled too.
 //
@@ -264,13 +267,14 @@ func (m *Mesh) metadata() a2a.Metadata {
 	}}
 }
 
-// requireLive fails with ErrUnknownAgent when agent has no live worker
-// (none, and none lost within the registry's grace): a call to it would
-// only wait for its bound.
+// requireLive fails with ErrUnknownAgent when agent is not known to the
+// mesh: a call to it would only wait for its bound.
 func (m *Mesh) requireLive(ctx context.Context, agent string) error {
 	isLive := m.live
 	if isLive == nil {
-		isLive = func(ctx context.Context, agent string) (bool, error) { return registry.Live(ctx, m.store.Bus(), agent) }
+		isLive = func(ctx context.Context, agent string) (bool, error) {
+			return registry.Routable(ctx, m.store.Bus(), agent)
+		}
 	}
 	live, err := isLive(ctx, agent)
 	if err != nil {

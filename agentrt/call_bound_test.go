@@ -97,7 +97,7 @@ func TestSendWaitIsBounded(t *testing.T) {
 		assert.GreaterOrEqual(t, took, 1500*time.Millisecond, "Send waited most of the caller's time")
 	})
 
-	t.Run("no live worker fails at once", func(t *testing.T) {
+	t.Run("an unknown agent fails at once", func(t *testing.T) {
 		mesh := agentrt.NewMesh(b)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -108,7 +108,7 @@ func TestSendWaitIsBounded(t *testing.T) {
 		assert.Less(t, time.Since(start), 5*time.Second)
 	})
 
-	t.Run("no live worker for a task waiting for input", func(t *testing.T) {
+	t.Run("an unknown agent for a task waiting for input", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		id := uuid.NewString()

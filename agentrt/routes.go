@@ -42,10 +42,11 @@ func (r *routes) start(ctx context.Context, w *Worker) {
 // wait waits for the table's goroutine, once the worker's context ended.
 func (r *routes) wait() { r.wg.Wait() }
 
-// liveAgent reports whether agent has a live worker. The table answers
-// once it has caught up; an agent it does not know (perhaps one that joined
-// a moment ago) and any question asked before it caught up or after its
-// watch failed go to the registry itself.
+// liveAgent reports whether agent may be called: it is known to the mesh
+// (registry.Routable). The table answers once it has caught up; an agent
+// it does not know (perhaps one that joined a moment ago) and any question
+// asked before it caught up or after its watch failed go to the registry
+// itself.
 func (w *Worker) liveAgent(ctx context.Context, agent string) (bool, error) {
 	r := &w.routes
 	if w.runCtx != nil {
@@ -60,5 +61,5 @@ func (w *Worker) liveAgent(ctx context.Context, agent string) (bool, error) {
 		default:
 		}
 	}
-	return registry.Live(ctx, w.Store.Bus(), agent)
+	return registry.Routable(ctx, w.Store.Bus(), agent)
 }

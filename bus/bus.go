@@ -17,6 +17,11 @@ const (
 	// EventsPerTask sizes the default MaxEvents: an average task's log
 	// (submitted, working, a few artifacts, final) is well under it.
 	EventsPerTask = 32
+	// DefaultAgentRetention keeps an agent known for 30 days without a
+	// worker: longer than any planned pause (a holiday, an agent scaled
+	// to zero until month end), so scaling to zero never makes an agent
+	// unknown; an operator removes a retired agent at once.
+	DefaultAgentRetention = 30 * 24 * time.Hour
 )
 
 // Config sets the JetStream layout's limits. Zero values take the defaults
@@ -46,6 +51,9 @@ type Config struct {
 	MaxDeliver int
 	// RegistryTTL is how long an agent card stays without a heartbeat.
 	RegistryTTL time.Duration
+	// AgentRetention is how long an agent stays known (its card served,
+	// its sends queued) after its last worker was seen (package registry).
+	AgentRetention time.Duration
 	// MaxTasks bounds the tasks kept: past it the least recently changed
 	// are evicted whole and read as not found (retention.go).
 	MaxTasks int64
@@ -65,6 +73,7 @@ var DefaultConfig = Config{
 	AckWait:         2 * time.Second,
 	MaxDeliver:      10,
 	RegistryTTL:     10 * time.Second,
+	AgentRetention:  DefaultAgentRetention,
 	MaxTasks:        DefaultMaxTasks,
 	MaxTaskEvents:   DefaultMaxTaskEvents,
 }
@@ -94,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RegistryTTL > 0 {
 		d.RegistryTTL = c.RegistryTTL
+	}
+	if c.AgentRetention > 0 {
+		d.AgentRetention = c.AgentRetention
 	}
 	if c.MaxTasks > 0 {
 		d.MaxTasks = c.MaxTasks

@@ -347,7 +347,7 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 		}
 		cards = append(cards, c)
 	}
-	e.writeCached(w, r, agentList(cards, entries), cardMaxAge)
+	e.writeCached(w, r, agentList(cards, entries, e.reg.Workers()), cardMaxAge)
 }
 
 // serveMeshCard is the card of the mesh itself: one interface, /a2a,

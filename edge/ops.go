@@ -46,8 +46,15 @@ type fleetDoc struct {
 // fleetAgent is one live agent of the fleet.
 type fleetAgent struct {
 	Name string `json:"name"`
-	// Workers counts the agent's live worker instances.
-	Workers int        `json:"workers"`
+	// Workers counts the agent's live worker instances; 0 for a known
+	// agent none of whose workers runs now (its sends queue).
+	Workers int `json:"workers"`
+	// LastSeen is when a worker of the agent last renewed its
+	// registration.
+	LastSeen time.Time `json:"lastSeen"`
+	// Queuing says sends to the agent wait in its queue with no worker
+	// to take them: it has no live worker.
+	Queuing bool       `json:"queuing"`
 	Queue   fleetQueue `json:"queue"`
 	// Card is the agent's public card as GET /agents lists it (unsigned).
 	Card a2a.AgentCard `json:"card"`
@@ -104,7 +111,7 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 			issues = []cardcheck.Issue{}
 		}
 		doc.Agents = append(doc.Agents, fleetAgent{
-			Name: en.Agent, Workers: workers[en.Agent],
+			Name: en.Agent, Workers: workers[en.Agent], LastSeen: en.Beat.UTC(), Queuing: workers[en.Agent] == 0,
 			Queue:     fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
 			Card:      card,
 			CardCheck: en.CardCheck, CardIssues: issues,

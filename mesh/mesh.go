@@ -249,8 +249,9 @@ func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.
 	defer tick.Stop()
 	for {
 		missing := 0
+		live := t.Workers() // not Lookup: an agent known from an earlier run may have no worker yet
 		for name := range want {
-			if _, ok := t.Lookup(name); !ok {
+			if live[name] == 0 {
 				missing++
 			}
 		}

@@ -44,7 +44,7 @@ func TestExtendedCardTravelsWithTheEntry(t *testing.T) {
 	defer stopLost()
 	lost.apply(fakeEntry{key: "gx.x", e: Entry{Agent: "gx", Instance: "x", Card: a2a.AgentCard{Name: "gx"},
 		ExtendedCard: &a2a.AgentCard{Name: "gx", Description: "kept"}, TTL: 300 * time.Millisecond, Beat: time.Now()}}.entry())
-	waitFor(t, "the instance to be dropped", func() bool { return len(lost.Agents()) == 0 })
+	waitFor(t, "the instance to be dropped", func() bool { return lost.Workers()["gx"] == 0 })
 	_, x, ok := lost.Cards("gx")
 	require.True(t, ok, "routable during its grace")
 	require.NotNil(t, x, "the extended card is kept through the grace")

@@ -99,15 +99,9 @@ func publishingLog(t *testing.T, b *bus.Bus, agent, instance string, log *slog.L
 func present(table *Table, agent string) bool { _, ok := table.Lookup(agent); return ok }
 
 // listed reports whether agent has a live instance in the table (Lookup
-// also answers for an agent lost within its grace).
-func listed(table *Table, agent string) bool {
-	for _, e := range table.Agents() {
-		if e.Agent == agent {
-			return true
-		}
-	}
-	return false
-}
+// also answers for an agent lost within its grace, and for a known agent
+// with no live worker).
+func listed(table *Table, agent string) bool { return table.Workers()[agent] > 0 }
 
 // A worker whose heartbeats cannot be written stays in the edge's table
 // for as long as it lives (it answers pings); a worker whose process dies

@@ -40,6 +40,40 @@ func Live(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 	return live, err
 }
 
+// Routable reports whether agent may be sent to: it is known to the mesh
+// (the agents bucket holds it), or a worker of it is live (one of a
+// release that does not write the agents bucket). A known agent with no
+// live worker is routable: its sends wait in its queue.
+func Routable(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
+	known, kerr := IsKnown(ctx, b, agent)
+	if known {
+		return true, nil
+	}
+	live, err := Live(ctx, b, agent)
+	if live || err != nil {
+		return live, err
+	}
+	return false, kerr
+}
+
+// Answering reports whether a running instance of agent answers a
+// liveness ping now (ping.go). Unlike Live it does not fall back to the
+// registry bucket, whose entry of a worker killed a moment ago still
+// looks fresh for up to its TTL.
+func Answering(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
+	if !bus.ValidToken(agent) {
+		return false, nil
+	}
+	err := ping(ctx, b, AgentSubject(agent), liveTimeout)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, bus.ErrNoResponders):
+		return false, nil
+	}
+	return false, err
+}
+
 // liveInBucket reads agent's entries from the registry bucket.
 func liveInBucket(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 	w, err := b.Registry().Watch(ctx, agent+".*", true)

@@ -1,9 +1,11 @@
-// Package registry keeps the fleet's agent cards: each worker publishes its
+// Package registry keeps the fleet's agents: each worker publishes its
 // agent's card under <agent>.<instance> in the registry bucket and renews it
-// with heartbeats; edges watch the bucket and hold a routing table of live
-// agents. It imports a2a and bus.
+// with heartbeats, and writes the agent's record in the agents bucket,
+// which outlives its workers (agents.go); edges watch both buckets and hold
+// a routing table of the known agents and their live workers. It imports
+// a2a and bus.
 //
-// A crashed worker leaves at once. Each worker connection (one per
+// A crashed worker leaves the live view at once. Each worker connection (one per
 // process, shared by every agent it serves) answers probes on a subject
 // of its own (proc.go), named in its entries; tables probe every such
 // connection a few times a second. When a process dies the kernel closes
@@ -116,6 +118,7 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		log = slog.Default().With("agent", e.Agent, "instance", e.Instance)
 	}
 	kv := b.Registry()
+	rec := &recorder{b: b}
 	proc, leaveProc := joinProc(b, log)
 	defer leaveProc()
 	e.Proc = proc
@@ -134,8 +137,10 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		}
 		c, cancel := context.WithTimeout(ctx, min(beatAttempt, max(e.TTL/3, 100*time.Millisecond)))
 		defer cancel()
-		_, err = kv.Put(c, key(e.Agent, e.Instance), data)
-		return err
+		if _, err = kv.Put(c, key(e.Agent, e.Instance), data); err != nil {
+			return err
+		}
+		return rec.record(c, e)
 	}
 	unping := answerPings(b, e.Agent, e.Instance, log)
 	defer unping()
@@ -229,13 +234,16 @@ func (s *slot) due() time.Time {
 //
 //   - if the server that connection was on still answers for other
 //     connections (or is the table's own server), the process died or
-//     stopped: the crash is known. An agent left with no listed instance
-//     is unknown at once: sends are refused, not queued for nobody.
+//     stopped: the crash is known, and the agent shows no live worker at
+//     once (GET /agents, the console).
 //   - otherwise (its server itself is unreachable: a NATS node died,
 //     paused or cut off by a partition) nothing is known about the
-//     process; it is unlisted only after the probes failed for 5s, and an
-//     agent left with no instance stays routable for LostGrace, as when a
-//     late heartbeat's pings go unanswered, so sends queue for it.
+//     process; it is unlisted only after the probes failed for 5s.
+//
+// Either way the agent stays known (agents.go): its card is served and
+// its sends wait in its queue for the next worker. Only a name the agents
+// bucket does not hold (never registered, removed, or forgotten after
+// bus.Config.AgentRetention) is refused as unknown.
 //
 // A connection found gone that answers again (a worker that took longer
 // than the confirmation to reconnect) is listed again at once, without
@@ -268,8 +276,13 @@ type Table struct {
 	seen    map[string]time.Time        // NATS server id -> when a connection on it last answered a probe
 	lost    map[string]lostAgent
 	gen     uint64
-	ready   chan struct{}
-	loaded  bool
+	// known holds the agents bucket (agents.go): every agent that may be
+	// sent to, live or not.
+	known       map[string]Known
+	ready       chan struct{}
+	readyOnce   sync.Once
+	loaded      bool // the registry bucket was read whole
+	knownLoaded bool // and so was the agents bucket
 
 	// The table's own connection, sampled by the prober under mu: its
 	// server, its reconnects and when they last changed.
@@ -403,7 +416,18 @@ func (t *Table) forgetLost(now time.Time) {
 // NewTable returns an empty table of the registry on b; Run fills it.
 func NewTable(b *bus.Bus) *Table {
 	return &Table{bus: b, entries: map[string]*slot{}, byAgent: map[string]map[string]*slot{},
-		procs: map[string]*procState{}, buried: map[string]time.Time{}, seen: map[string]time.Time{}, ready: make(chan struct{})}
+		procs: map[string]*procState{}, buried: map[string]time.Time{}, seen: map[string]time.Time{},
+		known: map[string]Known{}, ready: make(chan struct{})}
+}
+
+// markLoaded closes Ready once both buckets were read whole.
+func (t *Table) markLoaded() {
+	t.mu.RLock()
+	both := t.loaded && t.knownLoaded
+	t.mu.RUnlock()
+	if both {
+		t.readyOnce.Do(func() { close(t.ready) })
+	}
 }
 
 // Run watches the registry bucket until ctx ends, and pings instances
@@ -416,8 +440,14 @@ func (t *Table) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	readyOnce := sync.OnceFunc(func() { close(t.ready) })
-	defer readyOnce()
+	readyOnce := t.markLoaded
+	defer t.readyOnce.Do(func() { close(t.ready) })
+	knownDone := make(chan struct{})
+	go func() {
+		defer close(knownDone)
+		t.watchKnown(ctx, log)
+	}()
+	defer func() { <-knownDone }()
 	// Pings run beside the watch, so a watch that waits for JetStream
 	// never holds them up.
 	p := &prober{t: t, log: log, sem: make(chan struct{}, maxProbes), procSem: make(chan struct{}, maxProcProbes)}
@@ -590,21 +620,23 @@ func (t *Table) apply(u *bus.Entry) {
 	}
 }
 
-// Loaded reports whether the table holds the bucket's contents: its first
-// watch has caught up. Before that, an agent missing from it may be live.
+// Loaded reports whether the table holds the registry and agents buckets'
+// contents: its first watches have caught up. Before that, an agent
+// missing from it may be known.
 func (t *Table) Loaded() bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.loaded
+	return t.loaded && t.knownLoaded
 }
 
-// Ready is closed once the table holds the bucket's initial contents (or
+// Ready is closed once the table holds the buckets' initial contents (or
 // Run has returned).
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 
-// Lookup returns the card of a listed agent, or of one lost within
-// LostGrace (its sends wait in its queue for a worker). Its cost does not
-// grow with the size of the table.
+// Lookup returns the card of a known agent: one with a listed instance,
+// one lost within LostGrace, or one in the agents bucket (agents.go) with
+// no live worker now, whose sends wait in its queue for the next. Its
+// cost does not grow with the size of the table.
 func (t *Table) Lookup(agent string) (a2a.AgentCard, bool) {
 	c, _, ok := t.Cards(agent)
 	return c, ok
@@ -625,12 +657,18 @@ func (t *Table) Cards(agent string) (card a2a.AgentCard, ext *a2a.AgentCard, ok 
 		if l, ok := t.lost[agent]; ok && time.Since(l.at) < t.lostGrace() {
 			return l.card, l.ext, true
 		}
+		if k, ok := t.known[agent]; ok && t.keptLocked(k, time.Now()) {
+			return k.Card, k.ExtendedCard, true
+		}
 		return a2a.AgentCard{}, nil, false
 	}
 	return best.e.Card, best.e.ExtendedCard, true
 }
 
-// Agents returns the listed agents' names and cards, sorted by name.
+// Agents returns the known agents' entries, sorted by name: of an agent
+// with listed instances, its newest; of one with none, an entry made of
+// its record in the agents bucket, with no Instance and Beat set to when
+// a worker of it was last seen. Workers says which are live.
 func (t *Table) Agents() []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -644,6 +682,13 @@ func (t *Table) Agents() []Entry {
 		}
 		if b != nil {
 			best = append(best, b)
+		}
+	}
+	now := time.Now()
+	for name, k := range t.known {
+		if !t.listedLocked(name) && t.keptLocked(k, now) {
+			best = append(best, &slot{e: Entry{Agent: name, Card: k.Card, ExtendedCard: k.ExtendedCard,
+				CardCheck: k.CardCheck, Beat: k.Seen}})
 		}
 	}
 	// Sort pointers, not entries: a card is large.

@@ -92,7 +92,10 @@ func TestAgentAppearsAndLeaves(t *testing.T) {
 
 	stop2()
 	<-p2
-	waitFor(t, "echo to disappear after a clean stop", func() bool { _, ok := table.Lookup("echo"); return !ok })
+	waitFor(t, "echo's workers to leave after a clean stop", func() bool { return table.Workers()["echo"] == 0 })
+	card, ok = table.Lookup("echo")
+	assert.True(t, ok, "an agent outlives its workers")
+	assert.Equal(t, "echo", card.Name)
 	stop()
 }
 

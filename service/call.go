@@ -107,6 +107,14 @@ func (c *Call) noteTask(rec *taskstore.TaskRecord) {
 var errNoDefaultAgent = a2a.ErrInvalidParams.With("this edge has no default agent: POST to /agents/<name>, " +
 	"or name the agent in the tenant field (GET /agents lists the live agents)")
 
+// errUnknownAgent refuses a send to a name that is not a known agent: it
+// never registered, or was removed, or forgotten after its retention. A
+// known agent with no live worker is not refused: its sends wait in its
+// queue for the next worker.
+func errUnknownAgent(agent string) *a2a.Error {
+	return a2a.ErrInvalidParams.With("unknown agent %q: no agent of that name is registered with the mesh", trunc(agent, 64))
+}
+
 // errRegistryLoading answers a send that names an agent the registry
 // table cannot vouch for yet: it has not loaded the registry (the edge is
 // starting, or NATS is electing a leader for the bucket).
@@ -142,10 +150,10 @@ func (s *Service) resolve(ctx context.Context, tenant, taskID string, send bool)
 				return c, errRegistryLoading
 			}
 			if !c.pinned && c.routed == nil {
-				return c, a2a.ErrInvalidParams.With("the default agent of this edge, %q, has no live worker: "+
-					"POST to /agents/<name> or name the agent in the tenant field (GET /agents lists the live agents)", c.agent)
+				return c, a2a.ErrInvalidParams.With("the default agent of this edge, %q, is not a known agent: "+
+					"POST to /agents/<name> or name the agent in the tenant field (GET /agents lists the known agents)", c.agent)
 			}
-			return c, a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", c.agent)
+			return c, errUnknownAgent(c.agent)
 		}
 	}
 	return c, s.checkRequired(c)

@@ -56,7 +56,7 @@ func (s *Service) GetExtendedAgentCard(ctx context.Context, req *GetExtendedAgen
 		if !s.cfg.Agents.Loaded() {
 			return nil, errRegistryLoading
 		}
-		return nil, a2a.ErrInvalidParams.With("unknown agent %q: no live worker serves it", trunc(c.agent, 64))
+		return nil, errUnknownAgent(c.agent)
 	}
 	if !card.DeclaresExtendedCard() {
 		return nil, a2a.ErrUnsupportedOperation.With("agent %q declares no extended agent card (capabilities.extendedAgentCard)", c.agent)

@@ -140,7 +140,7 @@ func (p Planner) Run(ctx context.Context, req *agentrt.Request, w agentrt.EventW
 	if d := failed; d != nil {
 		switch {
 		case errors.Is(d.err, agentrt.ErrUnknownAgent):
-			return w.Fail(fmt.Sprintf("planner: no live worker serves agent %q", d.agent))
+			return w.Fail(fmt.Sprintf("planner: no agent %q is registered with the mesh", d.agent))
 		case errors.Is(d.err, agentrt.ErrWaitExpired):
 			// The delegate's task is still queued or working: its answer
 			// would come too late for this task, which fails now saying

@@ -163,7 +163,7 @@ func TestPlannerFailsOnUnknownDelegate(t *testing.T) {
 
 	task := sendTo(t, m, "planner2", "a; b")
 	require.Equal(t, a2a.StateFailed, task.Status.State)
-	assert.Contains(t, task.Status.Message.Text(), `no live worker serves agent "nobody"`)
+	assert.Contains(t, task.Status.Message.Text(), `no agent "nobody" is registered with the mesh`)
 }
 
 // Canceling the planner's task cancels the task it delegated.

@@ -34,6 +34,8 @@ func runDev(ctx context.Context, args []string) error {
 	delegateWait := addDelegateWaitFlag(fs)
 	ackWait := fs.Duration("ack-wait", envDuration("A2AMESH_ACK_WAIT", bus.DefaultConfig.AckWait), "redeliver a task to another worker after this long without a heartbeat (env A2AMESH_ACK_WAIT)")
 	retention := fs.Duration("retention", envDuration("A2AMESH_RETENTION", 24*time.Hour), "keep tasks this long after their last change (env A2AMESH_RETENTION)")
+	agentRetention := fs.Duration("agent-retention", envDuration("A2AMESH_AGENT_RETENTION", bus.DefaultConfig.AgentRetention),
+		"keep an agent known (its card served, its sends queued) this long after its last worker was seen (env A2AMESH_AGENT_RETENTION)")
 	maxTasks := fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed (env A2AMESH_MAX_TASKS)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (survives OS crash; slower) (env A2AMESH_SYNC_ALWAYS)")
 	lf := addLogFlags(fs)
@@ -66,7 +68,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg := mesh.Config{
 		Listen: *ef.listen, GRPCListen: *ef.grpcListen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, DelegateWait: delegateWait(), SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
-		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, MaxTasks: *maxTasks},
+		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, AgentRetention: *agentRetention, MaxTasks: *maxTasks},
 	}
 	m, err := mesh.Start(ctx, cfg)
 	if err != nil {

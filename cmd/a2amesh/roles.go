@@ -101,7 +101,7 @@ func runNATS(ctx context.Context, args []string) error {
 type natsFlags struct {
 	url, creds, token, ca, cert, key *string
 	replicas                         *int
-	retention                        *time.Duration
+	retention, agentRetention        *time.Duration
 	maxTasks                         *int64
 }
 
@@ -117,7 +117,9 @@ func addNATSFlags(fs *flag.FlagSet) *natsFlags {
 		// Every process opening the bus configures the streams: give edges
 		// and workers the same retention, or the last one started wins.
 		retention: fs.Duration("retention", envDuration("A2AMESH_RETENTION", bus.DefaultConfig.Retention), "keep tasks this long after their last change; the same on every edge and worker (env A2AMESH_RETENTION)"),
-		maxTasks:  fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed; the same on every edge and worker (env A2AMESH_MAX_TASKS)"),
+		agentRetention: fs.Duration("agent-retention", envDuration("A2AMESH_AGENT_RETENTION", bus.DefaultConfig.AgentRetention),
+			"keep an agent known (its card served, its sends queued) this long after its last worker was seen; the same on every edge and worker (env A2AMESH_AGENT_RETENTION)"),
+		maxTasks: fs.Int64("max-tasks", envInt64("A2AMESH_MAX_TASKS", bus.DefaultMaxTasks), "keep at most this many tasks, evicting the least recently changed; the same on every edge and worker (env A2AMESH_MAX_TASKS)"),
 	}
 }
 
@@ -177,7 +179,7 @@ func (f *natsFlags) openBus(ctx context.Context, name string, log *slog.Logger, 
 	status("waiting for JetStream at " + shown + ": opening the mesh's streams and buckets")
 	var b *taskstore.Store
 	err = bus.Retry(ctx, log, "JetStream: the mesh's streams and buckets at "+shown, func(ctx context.Context) error {
-		bb, err := bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, MaxTasks: *f.maxTasks})
+		bb, err := bus.Open(ctx, nc, bus.Config{Replicas: *f.replicas, Retention: *f.retention, AgentRetention: *f.agentRetention, MaxTasks: *f.maxTasks})
 		if err == nil {
 			b, err = taskstore.Open(ctx, bb)
 		}

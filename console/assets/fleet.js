@@ -1,4 +1,6 @@
-// The fleet view: every live agent with its workers, its work queue's
+// The fleet view: every known agent with its live workers (an agent
+// none of whose workers runs is shown queuing, with when one was last
+// seen: its sends wait in its queue), its work queue's
 // figures, its newest dead letters, its skills, what its card says and
 // the card's checks against the specification, from GET /ops/v1/fleet.
 //
@@ -30,7 +32,9 @@ export function startFleet({ body, state }, onAgents) {
   const poll = poller((signal) => getJSON('ops/v1/fleet', signal), (doc) => {
     const agents = doc.agents || [];
     render(agents);
-    state.textContent = agents.length + ' live agents, updated ' + new Date().toLocaleTimeString();
+    const idle = agents.filter((a) => a.queuing).length;
+    state.textContent = agents.length + ' agents' + (idle ? ' (' + idle + ' with no live worker: their sends queue)' : '') +
+      ', updated ' + new Date().toLocaleTimeString();
     state.className = '';
   }, (err) => {
     state.className = 'error';
@@ -57,6 +61,8 @@ export function startFleet({ body, state }, onAgents) {
       }
       if (body.children[i] !== row.tr) body.insertBefore(row.tr, body.children[i] || null);
       setText(row.desc, (a.card && a.card.description) || '');
+      row.tr.dataset.queuing = a.queuing ? 'true' : 'false';
+      setText(row.liveness, a.queuing ? 'no live worker: sends queue' + lastSeen(a.lastSeen) : '');
       for (const [cls, get] of figures) setText(row.cells[cls], String(get(a) ?? ''));
       const card = a.card || {};
       const key = JSON.stringify([card, a.cardCheck || null, a.cardIssues || []]);
@@ -84,6 +90,13 @@ export function startFleet({ body, state }, onAgents) {
   };
 }
 
+// lastSeen says when a worker was last seen, from an RFC 3339 time.
+function lastSeen(at) {
+  const t = at ? new Date(at) : null;
+  if (!t || isNaN(t) || t.getFullYear() < 2000) return '';
+  return ' · last seen ' + t.toLocaleString();
+}
+
 function newRow(name) {
   const tr = document.createElement('tr');
   tr.dataset.agent = name;
@@ -92,6 +105,8 @@ function newRow(name) {
   strong.textContent = name;
   const desc = document.createElement('div');
   desc.className = 'desc';
+  const liveness = document.createElement('div');
+  liveness.className = 'liveness';
   const details = document.createElement('details');
   const summary = document.createElement('summary');
   summary.textContent = 'card';
@@ -103,7 +118,7 @@ function newRow(name) {
   const issues = document.createElement('ul');
   issues.className = 'card-issues';
   checks.append(checksSummary, issues);
-  first.append(strong, desc, details, checks);
+  first.append(strong, desc, liveness, details, checks);
   tr.append(first);
   const cells = {};
   for (const [cls] of figures) {
@@ -136,7 +151,7 @@ function newRow(name) {
   skillsTd.append(skills);
   tr.append(skillsTd);
   return {
-    tr, desc, cells, skills, card, cardKey: '', checksSummary, issues, failures, failuresKey: '',
+    tr, desc, liveness, cells, skills, card, cardKey: '', checksSummary, issues, failures, failuresKey: '',
   };
 }
 

@@ -158,8 +158,9 @@ func TestConsoleBrowserChatInputRequired(t *testing.T) {
 }
 
 // The fleet follows workers as they join and leave: a second echo worker
-// makes 2, a new agent gets a row, and both go when they stop; a proxy's
-// agent shows what it verified of its upstream card.
+// makes 2, a new agent gets a row, and when they stop echo is back to 1
+// and the new agent stays, known, with no live worker and its sends
+// queuing; a proxy's agent shows what it verified of its upstream card.
 func TestConsoleBrowserFleetFollowsWorkers(t *testing.T) {
 	m := meshtest.Start(t)
 	b := newBrowser(t)
@@ -191,7 +192,10 @@ func TestConsoleBrowserFleetFollowsWorkers(t *testing.T) {
 	cancel()
 	wg.Wait()
 	b.waitFor("echo back to 1 worker", fleetCell("echo", "workers")+` === "1"`)
-	b.waitFor("joiner gone", `!document.querySelector('#fleet-body tr[data-agent="joiner"]')`)
+	b.waitFor("joiner with no worker, queuing", fleetCell("joiner", "workers")+` === "0" && `+
+		`document.querySelector('#fleet-body tr[data-agent="joiner"]')?.dataset.queuing === "true" && `+
+		`(document.querySelector('#fleet-body tr[data-agent="joiner"] .liveness')?.textContent || '').includes('no live worker: sends queue · last seen')`)
+	b.waitFor("the state line counts it", `document.querySelector('#fleet-state').textContent.includes('with no live worker')`)
 }
 
 // A running task's answer has a Cancel button: it cancels the task, the
