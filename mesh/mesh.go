@@ -255,7 +255,7 @@ func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.
 				missing++
 			}
 		}
-		if missing == 0 {
+		if missing == 0 && t.Loaded() { // Loaded: the agents bucket read too, so the edge serves cards
 			return nil
 		}
 		select {
