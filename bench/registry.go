@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,19 +21,24 @@ import (
 	"github.com/a2amesh/a2amesh/registry"
 )
 
-// The registry benchmark: how long a worker takes to become routable
-// (join), and to stop being routable after a graceful stop or a crash
-// (leave). Each round starts one worker of an agent no other worker
-// serves, waits until it is listed, stops or kills it, and waits until it
-// is gone; it watches both a registry.Table of its own (its own NATS
-// connection) and, if given, an edge over HTTP.
+// The registry benchmark: how long a worker takes to be counted as a live
+// worker of its agent (join), and to stop being counted after a graceful
+// stop or a crash (leave). The agent itself stays known between its
+// workers (registry/agents.go: its card is served, its sends are queued),
+// so what is timed is its live workers: Table.Workers, and the "status"
+// of GET /agents at an edge. Each round starts one worker of an agent no
+// other worker serves, waits until the agent shows a live worker, stops
+// or kills it, and waits until the agent shows none; it watches both a
+// registry.Table of its own (its own NATS connection) and, if given, an
+// edge over HTTP.
 
 // Limits of the registry benchmark.
 const (
 	// MaxRegistryRounds caps rounds of either kind.
 	MaxRegistryRounds = 1000
 	// tablePoll and edgePoll are how often the table and the edge are
-	// looked at while waiting for a change.
+	// looked at while waiting for a change (an edge's resolution is that
+	// or one GET /agents, whichever is longer).
 	tablePoll = time.Millisecond
 	edgePoll  = 2 * time.Millisecond
 	// settleAfterJoin is how long a worker runs after it joined before a
@@ -164,12 +168,16 @@ type RegistryOptions struct {
 	// keep RegistryTTL equal to the workers' (the bucket's age limit
 	// follows it).
 	Bus bus.Config
-	// EdgeURL, if set, is an edge whose GET /agents (join) and refusal of
-	// a send (leave) are timed too.
+	// EdgeURL, if set, is an edge timed too, by its GET /agents: the
+	// agent's status there counts a live worker (join), then none, or the
+	// agent is not listed (leave).
 	EdgeURL string
-	// GraceEdgeURL, if set, is another edge timed the same way: one that
-	// keeps an agent whose last worker is lost routable for a grace
-	// (--lost-grace), which a known crash skips.
+	// GraceEdgeURL, if set, is another edge timed the same way: one with
+	// a lost grace (--lost-grace). The grace keeps routable only an agent
+	// with no record in the agents bucket (a worker of an older release);
+	// these workers record theirs, and its status counts listed instances
+	// only, so the grace delays nothing here: this edge should see a
+	// departure as soon as the other.
 	GraceEdgeURL string
 	// Agent is the agent the launcher's workers serve; no other worker
 	// may serve it (default "echo").
@@ -193,14 +201,15 @@ type RegistryResult struct {
 	// TTL is the registry entries' TTL and Heartbeat the interval of
 	// their renewal, as the workers published them.
 	TTL, Heartbeat time.Duration
-	// Join: from start to listed by the table / by the edge's GET /agents.
+	// Join: from start to a live worker of the agent counted by the table
+	// (Workers) / by the edge's GET /agents (status[agent].workers).
 	JoinTable, JoinEdge []time.Duration
-	// Leave after a graceful stop: from the stop to gone from the table /
-	// to the edge refusing a send; StopExit is from the stop to the
-	// worker's exit.
+	// Leave after a graceful stop: from the stop to no live worker
+	// counted by the table / by the edge's GET /agents; StopExit is from
+	// the stop to the worker's exit.
 	LeaveTable, LeaveEdge, StopExit []time.Duration
-	// Leave after a crash: from the kill to gone from the table / to the
-	// edge refusing a send.
+	// Leave after a crash: from the kill to no live worker counted by the
+	// table / by the edge's GET /agents.
 	CrashTable, CrashEdge []time.Duration
 	// The same at the edge with a lost grace (GraceEdgeURL).
 	JoinGraceEdge, LeaveGraceEdge, CrashGraceEdge []time.Duration
@@ -242,8 +251,9 @@ func RunRegistry(ctx context.Context, o RegistryOptions) (RegistryResult, error)
 		return res, err
 	}
 	defer nc.Close()
+	// Its lost grace is left as it is: Workers counts listed instances
+	// only, whatever the grace keeps routable.
 	table := registry.NewTable(b.Bus())
-	table.LostGrace = -1 // time the drop of a crashed worker, not the grace after it
 	tctx, stopTable := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -302,14 +312,15 @@ func (rb *registryBench) describe(i, total int, crash bool, r *RegistryResult) s
 }
 
 func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryResult) (err error) {
-	// The agent must be gone everywhere first (a crashed worker of the
-	// previous round lingers until the edges find it gone).
+	// The agent must have no live worker anywhere first (a crashed worker
+	// of the previous round is counted until the edges find it gone). A
+	// known agent with none is fine: it stays listed between its workers.
 	wait := rb.o.Timeout
 	if res.TTL > 0 {
 		wait = max(wait, 2*res.TTL+10*time.Second)
 	}
-	if _, _, _, err := rb.await(ctx, false, wait+rb.graceWait()); err != nil {
-		return fmt.Errorf("agent %q still listed before the round: %w", rb.o.Agent, err)
+	if _, _, _, err := rb.await(ctx, false, wait); err != nil {
+		return fmt.Errorf("agent %q still has a live worker before the round: %w", rb.o.Agent, err)
 	}
 	w, start, err := rb.o.Launcher.Start(ctx)
 	if err != nil {
@@ -334,7 +345,9 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 		res.JoinGraceEdge = append(res.JoinGraceEdge, tGrace.Sub(start))
 	}
 	for _, e := range rb.table.Agents() {
-		if e.Agent == rb.o.Agent {
+		// An entry of a live instance; one made of the agent's record
+		// (no instance live) has no TTL.
+		if e.Agent == rb.o.Agent && e.TTL > 0 {
 			res.TTL, res.Heartbeat = e.TTL, e.TTL/3
 		}
 	}
@@ -378,7 +391,9 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 		return fmt.Errorf("after kill: %w", err)
 	}
 	stopped = true
-	tTable, tEdge, tGrace, err = rb.await(ctx, false, 2*res.TTL+10*time.Second+rb.graceWait())
+	// The grace edge's lost grace is not waited for: it keeps only an
+	// agent without a record routable, and never a worker counted.
+	tTable, tEdge, tGrace, err = rb.await(ctx, false, 2*res.TTL+10*time.Second)
 	if err != nil {
 		return fmt.Errorf("leave after crash: %w", err)
 	}
@@ -392,18 +407,9 @@ func (rb *registryBench) round(ctx context.Context, crash bool, res *RegistryRes
 	return ctx.Err()
 }
 
-// graceWait is how much longer than the TTL an agent may stay routable
-// at the grace edge: its lost grace, when the crash is not known.
-func (rb *registryBench) graceWait() time.Duration {
-	if rb.o.GraceEdgeURL == "" {
-		return 0
-	}
-	return registry.DefaultLostGrace
-}
-
-// await waits until the agent is listed (present) or not, by the table
-// and by the edges, and returns when each first saw it.
-func (rb *registryBench) await(ctx context.Context, present bool, timeout time.Duration) (tTable, tEdge, tGrace time.Time, err error) {
+// await waits until the agent has a live worker (live) or none, by the
+// table and by the edges, and returns when each first saw it.
+func (rb *registryBench) await(ctx context.Context, live bool, timeout time.Duration) (tTable, tEdge, tGrace time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -412,19 +418,19 @@ func (rb *registryBench) await(ctx context.Context, present bool, timeout time.D
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tEdge, edgeErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeRoutes(ctx, rb.o.EdgeURL, present) })
+			tEdge, edgeErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeLive(ctx, rb.o.EdgeURL, live) })
 		}()
 	}
 	if rb.o.GraceEdgeURL != "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tGrace, graceErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeRoutes(ctx, rb.o.GraceEdgeURL, present) })
+			tGrace, graceErr = pollUntil(ctx, edgePoll, func() bool { return rb.edgeLive(ctx, rb.o.GraceEdgeURL, live) })
 		}()
 	}
+	// Not Lookup: a known agent is routable with no live worker.
 	tTable, err = pollUntil(ctx, tablePoll, func() bool {
-		_, ok := rb.table.Lookup(rb.o.Agent)
-		return ok == present
+		return (rb.table.Workers()[rb.o.Agent] > 0) == live
 	})
 	wg.Wait()
 	if err != nil {
@@ -459,64 +465,44 @@ func pollUntil(ctx context.Context, interval time.Duration, cond func() bool) (t
 	return time.Time{}, errors.New("bench: poll limit reached")
 }
 
-// edgeRoutes reports whether the edge's view matches present: for join,
-// GET /agents lists the agent; for leave, a send to it is refused because
-// no live worker serves it. The send carries no message, so when the agent
-// is live it is refused for that instead and no task is created.
-func (rb *registryBench) edgeRoutes(ctx context.Context, edge string, present bool) bool {
-	if present {
-		return rb.edgeLists(ctx, edge)
-	}
-	msg, ok := rb.probeSend(ctx, edge)
-	return ok && strings.Contains(msg, "no live worker")
+// edgeLive reports whether the edge's GET /agents agrees with live: the
+// agent's status counts a live worker, or (live false) counts none or the
+// agent is not listed. An edge that does not answer agrees with neither.
+func (rb *registryBench) edgeLive(ctx context.Context, edge string, live bool) bool {
+	n, ok := agentWorkers(ctx, rb.client, edge, rb.o.Agent)
+	return ok && (n > 0) == live
 }
 
-func (rb *registryBench) edgeLists(ctx context.Context, edge string) bool {
+// agentWorkers is GET /agents at edge: agent's live workers by its status
+// (0 when it is not listed: never registered, or removed), ok false when
+// the edge did not answer with a list.
+func agentWorkers(ctx context.Context, client *http.Client, edge, agent string) (int, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, edge+"/agents", nil)
 	if err != nil {
-		return false
+		return 0, false
 	}
-	resp, err := rb.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	defer resp.Body.Close()
-	var body struct {
-		Agents []struct {
-			Name string `json:"name"`
-		} `json:"agents"`
+	var body agentsDoc
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxAgentsBytes)).Decode(&body) != nil {
+		return 0, false
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&body) != nil {
-		return false
-	}
-	return slices.ContainsFunc(body.Agents, func(a struct {
-		Name string `json:"name"`
-	}) bool {
-		return a.Name == rb.o.Agent
-	})
+	return body.Status[agent].Workers, true
 }
 
-// probeBody is a SendMessage without a message: refused either way.
-var probeBody = []byte(`{"jsonrpc":"2.0","method":"SendMessage","params":{},"id":1}`)
+// maxAgentsBytes bounds a GET /agents answer read (one of many agents
+// with large cards).
+const maxAgentsBytes = 64 << 20
 
-// probeSend posts probeBody to the agent at edge and returns the JSON-RPC error
-// message (ok false when there is none or the call failed).
-func (rb *registryBench) probeSend(ctx context.Context, edge string) (string, bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, edge+"/agents/"+rb.o.Agent, bytes.NewReader(probeBody))
-	if err != nil {
-		return "", false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := rb.client.Do(req)
-	if err != nil {
-		return "", false
-	}
-	defer resp.Body.Close()
-	var r reply
-	if json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&r) != nil || r.Error == nil {
-		return "", false
-	}
-	return r.Error.Message, true
+// agentsDoc is what the benches read of GET /agents: each known agent's
+// live workers (its "status"; the cards are not read).
+type agentsDoc struct {
+	Status map[string]struct {
+		Workers int `json:"workers"`
+	} `json:"status"`
 }
 
 // Summary is min, median, 90th percentile and max of a set of durations.
@@ -549,7 +535,8 @@ const (
 // o's Agent, rounds, Timeout and Progress (the mesh's fields are set
 // here). With RegistryProcess the roles are processes of the a2amesh
 // binary bin, with the bus default TTL, and a second edge with the
-// default lost grace is timed too (GraceEdgeURL); with RegistryInProcess
+// default lost grace is timed too (GraceEdgeURL: it should match the
+// other, the grace delaying no departure); with RegistryInProcess
 // agent is what the workers run and ttl the registry TTL (0: the bus
 // default).
 func RunRegistryOn(ctx context.Context, mode, bin string, agent agentrt.Agent, ttl time.Duration, o RegistryOptions) (RegistryResult, error) {
@@ -567,7 +554,8 @@ func RunRegistryOn(ctx context.Context, mode, bin string, agent agentrt.Agent, t
 		}
 		defer m.Close()
 		o.NATSURL, o.EdgeURL = m.NATSURL, m.EdgeURL
-		// A second edge with the default lost grace: a known crash skips it.
+		// A second edge with the default lost grace, which no longer
+		// delays what its GET /agents counts: timed to show it.
 		ge, geURL, err := StartEdgeProc(ctx, bin, m.NATSURL)
 		if err != nil {
 			return RegistryResult{}, err

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,8 +26,10 @@ import (
 // as a worker process serving Agents/Conns agents would have), watched by
 // every edge given. It measures what the registry costs an edge (memory,
 // CPU at rest, GET /agents, a route lookup) and how long a new agent takes
-// to be listed by every edge, and a crashed one to be refused by every
-// edge, with that many agents registered.
+// to show a live worker at every edge, and a crashed one to show none at
+// every edge (by GET /agents' status), with that many agents registered.
+// A crashed agent stays known (registry/agents.go): listed, its sends
+// queued, with no live worker.
 //
 // The agents are registered with registry.Publish, as agentrt.Worker
 // does, without running a worker per name: the registry is what is
@@ -77,8 +78,8 @@ type ManyOptions struct {
 type ManyResult struct {
 	Agents, Conns int
 	TTL           time.Duration
-	// Register is the first registration to every agent listed by every
-	// edge.
+	// Register is the first registration to every agent shown live
+	// (a live worker in GET /agents' status) by every edge.
 	Register time.Duration
 	// RSSBefore and RSSAfter are each edge's resident memory with no agent
 	// and with all of them; CPUIdle and CPULoaded each edge's CPU use, in
@@ -95,9 +96,9 @@ type ManyResult struct {
 	// the size of one answer.
 	AgentsGET   []time.Duration
 	AgentsBytes int
-	// Join: a new agent's Publish to listed by every edge (JoinEach: by
-	// each edge, every sample). Crash: its connection closed to every edge
-	// refusing a send to it.
+	// Join: a new agent's Publish to a live worker of it counted by every
+	// edge's GET /agents (JoinEach: by each edge, every sample). Crash:
+	// its connection closed to every edge's GET /agents counting none.
 	Join, JoinEach, Crash []time.Duration
 	// ProbesPerSec is what the edges' connection probes send, in all, at
 	// the default probe period (registry.DefaultProbeEvery, capped at
@@ -149,8 +150,9 @@ func (mb *manyBench) progress(format string, args ...any) {
 }
 
 // RunManyAgents registers o.Agents agents, measures the edges and a Table
-// holding them, then runs o.Rounds join-and-crash rounds, and unregisters
-// them all.
+// holding them, then runs o.Rounds join-and-crash rounds, and stops their
+// registrations (their live entries are deleted; the agents stay known,
+// as any agent whose workers stopped does).
 func RunManyAgents(ctx context.Context, o ManyOptions) (ManyResult, error) {
 	res := ManyResult{Agents: o.Agents, Conns: o.Conns}
 	if err := o.normalize(); err != nil {
@@ -182,7 +184,7 @@ func RunManyAgents(ctx context.Context, o ManyOptions) (ManyResult, error) {
 		}
 	}
 	res.Register = time.Since(start)
-	mb.progress("%d agents on %d connections listed by %d edges %v after the first registration", o.Agents, o.Conns, len(o.EdgeURLs),
+	mb.progress("%d agents on %d connections shown live by %d edges %v after the first registration", o.Agents, o.Conns, len(o.EdgeURLs),
 		res.Register.Round(time.Millisecond))
 
 	// The loaded edges, once past a few heartbeats.
@@ -208,7 +210,7 @@ func RunManyAgents(ctx context.Context, o ManyOptions) (ManyResult, error) {
 		if err := mb.round(ctx, i, &res); err != nil {
 			return res, fmt.Errorf("round %d: %w", i+1, err)
 		}
-		mb.progress("round %d/%d: new agent listed by every edge after %v, refused by every edge %v after its connection closed", i+1, o.Rounds,
+		mb.progress("round %d/%d: new agent shown live by every edge after %v, with no live worker by every edge %v after its connection closed", i+1, o.Rounds,
 			res.Join[len(res.Join)-1].Round(10*time.Microsecond), res.Crash[len(res.Crash)-1].Round(10*time.Microsecond))
 	}
 	return res, ctx.Err()
@@ -270,8 +272,9 @@ type publishers struct {
 	conns   []*nats.Conn
 }
 
-// stop unregisters every agent (each Publish deletes its entry) and
-// closes the connections.
+// stop ends every registration (each Publish deletes its entry: the
+// agent shows no live worker, and stays known) and closes the
+// connections.
 func (p *publishers) stop() {
 	if p.cancel != nil {
 		p.cancel()
@@ -320,7 +323,7 @@ func (mb *manyBench) publish(ctx context.Context, wg *sync.WaitGroup, b *bus.Bus
 	}()
 }
 
-// waitCount waits until the edge at url lists at least n agents.
+// waitCount waits until the edge at url shows at least n agents live.
 func (mb *manyBench) waitCount(ctx context.Context, url string, n int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -329,12 +332,13 @@ func (mb *manyBench) waitCount(ctx context.Context, url string, n int, timeout t
 		return err == nil && got >= n
 	})
 	if err != nil {
-		return fmt.Errorf("edge %s does not list %d agents: %w", url, n, err)
+		return fmt.Errorf("edge %s does not show %d agents live: %w", url, n, err)
 	}
 	return nil
 }
 
-// agents is GET /agents: how many it lists, and the answer's size.
+// agents is GET /agents: how many agents its status shows with a live
+// worker (known agents with none are listed too), and the answer's size.
 func (mb *manyBench) agents(ctx context.Context, url string) (int, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/agents", nil)
 	if err != nil {
@@ -345,20 +349,24 @@ func (mb *manyBench) agents(ctx context.Context, url string) (int, int, error) {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAgentsBytes))
 	if err != nil {
 		return 0, 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, fmt.Errorf("GET /agents: %s", resp.Status)
 	}
-	var body struct {
-		Agents []json.RawMessage `json:"agents"`
-	}
+	var body agentsDoc
 	if err := json.Unmarshal(data, &body); err != nil {
 		return 0, 0, err
 	}
-	return len(body.Agents), len(data), nil
+	live := 0
+	for _, st := range body.Status {
+		if st.Workers > 0 {
+			live++
+		}
+	}
+	return live, len(data), nil
 }
 
 // timeAgentsGET times agentsGETs GET /agents on every edge, one after
@@ -375,7 +383,7 @@ func (mb *manyBench) timeAgentsGET(ctx context.Context) ([]time.Duration, int, e
 			}
 			out = append(out, time.Since(t0))
 			if n < mb.o.Agents {
-				return out, size, fmt.Errorf("edge %s lists %d agents, want %d", u, n, mb.o.Agents)
+				return out, size, fmt.Errorf("edge %s shows %d agents live, want %d", u, n, mb.o.Agents)
 			}
 			size = sz
 		}
@@ -416,8 +424,10 @@ func (mb *manyBench) table(ctx context.Context, names []string) (heap int64, loo
 	}
 	heap = heapNow() - before
 	for _, e := range table.Agents() {
-		ttl = e.TTL
-		break
+		if e.TTL > 0 { // a live instance's entry, not an agent's record
+			ttl = e.TTL
+			break
+		}
 	}
 	// Lookups of random names, as sends to them would.
 	const lookups = 1_000_000
@@ -441,8 +451,12 @@ func (mb *manyBench) table(ctx context.Context, names []string) (heap int64, loo
 }
 
 // round registers a new agent on a connection of its own, times it until
-// every edge lists it, closes the connection (a crash: nothing is
-// deleted), and times it until every edge refuses sends to it.
+// every edge's GET /agents counts a live worker of it, closes the
+// connection (a crash: nothing is deleted), and times it until every edge
+// counts none (the agent stays listed, known, with no live worker). GET
+// /agents is the only place an edge shows an agent's live workers, so the
+// figures are as fine as one GET /agents of every agent (AgentsGET), and
+// the polling loads the edges meanwhile.
 func (mb *manyBench) round(ctx context.Context, i int, res *ManyResult) error {
 	name := fmt.Sprintf("many-new-%d-%d", time.Now().UnixNano()%1_000_000, i)
 	b, nc, err := openBus(ctx, mb.o.NATSURL, "a2amesh-bench-many-new", mb.o.Bus, 30*time.Second)
@@ -456,7 +470,10 @@ func (mb *manyBench) round(ctx context.Context, i int, res *ManyResult) error {
 	t0 := time.Now()
 	// Its heartbeats fail once its connection is closed: not worth a line.
 	mb.publish(pctx, &wg, b.Bus(), name, slog.New(slog.DiscardHandler))
-	at, err := mb.everyEdge(ctx, t0, func(ctx context.Context, u string) bool { return mb.cardListed(ctx, u, name) })
+	at, err := mb.everyEdge(ctx, t0, func(ctx context.Context, u string) bool {
+		n, ok := agentWorkers(ctx, mb.client, u, name)
+		return ok && n > 0
+	})
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
@@ -465,7 +482,10 @@ func (mb *manyBench) round(ctx context.Context, i int, res *ManyResult) error {
 	sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second)))) // a crash lands anywhere
 	nc.Close()
 	t1 := time.Now()
-	at, err = mb.everyEdge(ctx, t1, func(ctx context.Context, u string) bool { return mb.refused(ctx, u, name) })
+	at, err = mb.everyEdge(ctx, t1, func(ctx context.Context, u string) bool {
+		n, ok := agentWorkers(ctx, mb.client, u, name)
+		return ok && n == 0
+	})
 	if err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
@@ -501,47 +521,12 @@ func (mb *manyBench) everyEdge(ctx context.Context, t0 time.Time, cond func(cont
 	return out, errors.Join(errs...)
 }
 
-// cardListed reports whether the edge at url serves name's card (it lists
-// the agent).
-func (mb *manyBench) cardListed(ctx context.Context, url, name string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/agents/"+name+"/.well-known/agent-card.json", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := mb.client.Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyBytes))
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// refused reports whether the edge at url refuses a send to name for want
-// of a live worker (probeBody: no task is created either way).
-func (mb *manyBench) refused(ctx context.Context, url, name string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/agents/"+name, bytes.NewReader(probeBody))
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := mb.client.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var r reply
-	if json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&r) != nil || r.Error == nil {
-		return false
-	}
-	return strings.Contains(r.Error.Message, "no live worker")
-}
-
 // RunManyAgentsOnProcs runs RunManyAgents on a mesh of processes of the
 // a2amesh binary bin: an `a2amesh nats` and two `a2amesh edge`, one with
 // --lost-grace 0 and one with the default, both watched and measured
-// (o's NATSURL, EdgeURLs and Edges are set here); the agents are
-// registered by this process.
+// (o's NATSURL, EdgeURLs and Edges are set here; the grace delays neither
+// edge's count of live workers); the agents are registered by this
+// process.
 func RunManyAgentsOnProcs(ctx context.Context, bin string, o ManyOptions) (ManyResult, error) {
 	m, err := StartProcMesh(ctx, bin, "")
 	if err != nil {

@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +17,8 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 // testTTL is the registry TTL of the tests' meshes: the default, so a
@@ -55,10 +60,18 @@ func TestHelperWorker(t *testing.T) {
 	os.Exit(0)
 }
 
-func checkRegistryResult(t *testing.T, res RegistryResult, rounds, crashRounds int, edge bool) {
+// checkRegistryResult checks res's samples; edge and grace say whether an
+// edge and an edge with a lost grace were timed.
+func checkRegistryResult(t *testing.T, res RegistryResult, rounds, crashRounds int, edge, grace bool) {
 	t.Helper()
 	edgeRounds := func(n int) int {
 		if edge {
+			return n
+		}
+		return 0
+	}
+	graceRounds := func(n int) int {
+		if grace {
 			return n
 		}
 		return 0
@@ -75,6 +88,9 @@ func checkRegistryResult(t *testing.T, res RegistryResult, rounds, crashRounds i
 		{"StopExit", res.StopExit, rounds},
 		{"CrashTable", res.CrashTable, crashRounds},
 		{"CrashEdge", res.CrashEdge, edgeRounds(crashRounds)},
+		{"JoinGrace", res.JoinGraceEdge, graceRounds(rounds + crashRounds)},
+		{"LeaveGrace", res.LeaveGraceEdge, graceRounds(rounds)},
+		{"CrashGrace", res.CrashGraceEdge, graceRounds(crashRounds)},
 	} {
 		if len(c.v) != c.want {
 			t.Errorf("%s: %d samples, want %d", c.name, len(c.v), c.want)
@@ -91,14 +107,18 @@ func checkRegistryResult(t *testing.T, res RegistryResult, rounds, crashRounds i
 	}
 	// A crashed worker is dropped once probes of its connection find it
 	// gone (about 0.6s), long before its last heartbeat is a TTL old; the
-	// edge then refuses sends to its agent.
-	for _, d := range append(slices.Clone(res.CrashTable), res.CrashEdge...) {
+	// edge's GET /agents then shows its agent with no live worker (still
+	// listed: the agent stays known). The lost grace delays nothing: it
+	// keeps only an agent with no record routable, and the edge with one
+	// counts listed instances as the other does.
+	crash := append(slices.Clone(res.CrashTable), res.CrashEdge...)
+	for _, d := range append(crash, res.CrashGraceEdge...) {
 		if d > 3*time.Second {
 			t.Errorf("crash leave %v, want within 3s (the TTL is %v)", d, testTTL)
 		}
 	}
 	// A graceful stop deletes the entry: nothing waits for the TTL.
-	for _, d := range res.LeaveTable {
+	for _, d := range append(slices.Clone(res.LeaveTable), res.LeaveGraceEdge...) {
 		if d >= testTTL-res.Heartbeat {
 			t.Errorf("graceful leave %v looks like a TTL expiry", d)
 		}
@@ -120,9 +140,55 @@ func startRegistryMesh(t *testing.T) (context.Context, bus.Config, *InProcMesh) 
 	return ctx, cfg, m
 }
 
+// startGraceEdge starts a second in-process edge against natsURL, whose
+// table keeps the default lost grace (the mesh's edge has none), and
+// returns its URL; it stops with the test.
+func startGraceEdge(ctx context.Context, t *testing.T, natsURL string, cfg bus.Config) string {
+	t.Helper()
+	b, nc, err := openBus(ctx, natsURL, "a2amesh-bench-grace-edge", cfg, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := quietLogger(nil)
+	table := registry.NewTable(b.Bus()) // LostGrace 0: registry.DefaultLostGrace
+	rctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var srv *http.Server
+	t.Cleanup(func() {
+		if srv != nil {
+			_ = srv.Close()
+		}
+		cancel()
+		wg.Wait()
+		nc.Close()
+	})
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = b.Run(rctx) }()
+	go func() { defer wg.Done(); _ = table.Run(rctx) }()
+	select {
+	case <-table.Ready():
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = edge.NewServer(edge.New(edge.Config{Store: b, Registry: table, Logger: log}), log)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("grace edge: %v", err)
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
 // TestRegistryProcesses runs two graceful rounds and one crash round with
 // worker processes (this test binary as TestHelperWorker) against an
-// embedded NATS and an in-process edge.
+// embedded NATS, an in-process edge, and a second one with the default
+// lost grace.
 func TestRegistryProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
@@ -132,8 +198,9 @@ func TestRegistryProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	graceURL := startGraceEdge(ctx, t, m.NATSURL, cfg)
 	res, err := RunRegistry(ctx, RegistryOptions{
-		NATSURL: m.NATSURL, EdgeURL: m.EdgeURL, Bus: cfg, Agent: "echo", Rounds: 2, CrashRounds: 1,
+		NATSURL: m.NATSURL, EdgeURL: m.EdgeURL, GraceEdgeURL: graceURL, Bus: cfg, Agent: "echo", Rounds: 2, CrashRounds: 1,
 		Launcher: ProcessLauncher{Path: exe, Args: []string{helperTestArg, "-test.count=1"},
 			// A race-enabled child otherwise sleeps 1s at exit.
 			Env: []string{helperEnv + "=" + m.NATSURL, helperTTLEnv + "=" + testTTL.String(), "GORACE=atexit_sleep_ms=0"}},
@@ -142,7 +209,7 @@ func TestRegistryProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRegistryResult(t, res, 2, 1, true)
+	checkRegistryResult(t, res, 2, 1, true, true)
 }
 
 // TestRegistryInProcess runs one round of each kind with in-process
@@ -159,11 +226,12 @@ func TestRegistryInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRegistryResult(t, res, 1, 1, false)
+	checkRegistryResult(t, res, 1, 1, false, false)
 }
 
 // TestRegistryRefusesLiveAgent: a round cannot start while another worker
-// serves the agent, since its figures would be meaningless.
+// serves the agent (the table counts a live worker of it), since its
+// figures would be meaningless.
 func TestRegistryRefusesLiveAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a mesh")
@@ -179,16 +247,17 @@ func TestRegistryRefusesLiveAgent(t *testing.T) {
 		_, _ = other.Wait(10 * time.Second)
 	}()
 	// Start returns before the worker registers: wait until it serves
-	// the agent (the edge lists it), or the round could start first.
+	// the agent (the edge counts a live worker of it), or the round could
+	// start first.
 	probe := &registryBench{o: RegistryOptions{Agent: "echo"}, client: &http.Client{Timeout: 2 * time.Second}}
 	t0 := time.Now()
-	if _, err := pollUntil(ctx, edgePoll, func() bool { return probe.edgeLists(ctx, m.EdgeURL) }); err != nil {
+	if _, err := pollUntil(ctx, edgePoll, func() bool { return probe.edgeLive(ctx, m.EdgeURL, true) }); err != nil {
 		t.Fatalf("the other worker never served echo: %v", err)
 	}
 	t.Logf("the other worker served echo after %v", time.Since(t0).Round(time.Millisecond))
 	_, err = RunRegistry(ctx, RegistryOptions{NATSURL: m.NATSURL, Bus: cfg, Agent: "echo", Rounds: 1,
 		Launcher: l, Timeout: time.Second})
-	if err == nil || !strings.Contains(err.Error(), "still listed") {
+	if err == nil || !strings.Contains(err.Error(), "still has a live worker") {
 		t.Fatalf("RunRegistry with a live agent: %v", err)
 	}
 }

@@ -119,16 +119,16 @@ func PrintRegistry(w io.Writer, mode, agent string, res RegistryResult) {
 	fmt.Fprintln(w, "| measure | n | min | median | p90 | max |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	row := func(name string, v []time.Duration) { durationRow(w, name, v) }
-	row("join: "+start+" → listed by a Table", res.JoinTable)
-	row("join: "+start+" → listed by the edge's GET /agents", res.JoinEdge)
-	row("leave, graceful: "+stop+" → gone from a Table", res.LeaveTable)
-	row("leave, graceful: "+stop+" → the edge refuses sends", res.LeaveEdge)
+	row("join: "+start+" → a live worker in a Table", res.JoinTable)
+	row("join: "+start+" → a live worker in the edge's GET /agents", res.JoinEdge)
+	row("leave, graceful: "+stop+" → no live worker in a Table", res.LeaveTable)
+	row("leave, graceful: "+stop+" → the edge shows no live worker", res.LeaveEdge)
 	row("leave, graceful: "+stop+" → worker exited", res.StopExit)
-	row("leave, crash: "+kill+" → gone from a Table", res.CrashTable)
-	row("leave, crash: "+kill+" → the edge refuses sends", res.CrashEdge)
-	row("join: "+start+" → listed by the edge with a 30s lost grace", res.JoinGraceEdge)
-	row("leave, graceful: "+stop+" → the edge with a 30s lost grace refuses sends", res.LeaveGraceEdge)
-	row("leave, crash: "+kill+" → the edge with a 30s lost grace refuses sends", res.CrashGraceEdge)
+	row("leave, crash: "+kill+" → no live worker in a Table", res.CrashTable)
+	row("leave, crash: "+kill+" → the edge shows no live worker", res.CrashEdge)
+	row("join: "+start+" → a live worker at the edge with a 30s lost grace", res.JoinGraceEdge)
+	row("leave, graceful: "+stop+" → no live worker at the edge with a 30s lost grace", res.LeaveGraceEdge)
+	row("leave, crash: "+kill+" → no live worker at the edge with a 30s lost grace", res.CrashGraceEdge)
 }
 
 // PrintManyAgents writes the tables of a many-agents run
@@ -158,9 +158,9 @@ func PrintManyAgents(w io.Writer, n int, agent string, res ManyResult) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	row := func(name string, v []time.Duration) { durationRow(w, name, v) }
 	row(fmt.Sprintf("GET /agents (%d agents, %d KiB)", res.Agents, res.AgentsBytes>>10), res.AgentsGET)
-	row("a new agent: Publish → listed by every edge", res.Join)
-	row("a new agent: Publish → listed by one edge", res.JoinEach)
-	row("its connection closed → every edge refuses sends", res.Crash)
+	row("a new agent: Publish → a live worker at every edge", res.Join)
+	row("a new agent: Publish → a live worker at one edge", res.JoinEach)
+	row("its connection closed → every edge shows no live worker", res.Crash)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Registering all %d agents: %v to be listed by both edges. A registry.Table of %d agents: %d KiB of Go heap; Table.Lookup (a send's route lookup): %.0f ns.\n",
 		res.Agents, res.Register.Round(time.Millisecond), res.Agents, res.TableHeap>>10, res.LookupNs)

@@ -327,7 +327,7 @@ func (e *Edge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	c, ok := e.reg.Lookup(name)
 	if !ok || !bus.ValidToken(name) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no live agent named " + name})
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no agent named " + name + " is known to the mesh"})
 		return
 	}
 	e.writeCard(w, r, e.agentCard(r, name, c))

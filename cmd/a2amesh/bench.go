@@ -335,10 +335,11 @@ func runBenchRegistry(ctx context.Context, args []string) error {
 	fs := newFlagSet("bench registry", "",
 		"Measure how long workers take to join and leave the registry, as edges see it.\n\n"+
 			"Starts a mesh on loopback, then, round after round, starts a worker, waits until\n"+
-			"it is listed, stops it (or kills it, in crash rounds) and waits until it is gone;\n"+
+			"the agent shows a live worker, stops it (or kills it, in crash rounds) and waits\n"+
+			"until the agent shows none (it stays known, listed by GET /agents with 0 workers);\n"+
 			"prints min, median, p90 and max of each step as a markdown table.")
-	rounds := fs.Int("rounds", 20, fmt.Sprintf("graceful rounds, in [0, %d]: start a worker, wait until it is listed, stop it, wait until it is gone", bench.MaxRegistryRounds))
-	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is listed, kill it, wait until the edges refuse sends to it;\n-1: as many as --rounds")
+	rounds := fs.Int("rounds", 20, fmt.Sprintf("graceful rounds, in [0, %d]: start a worker, wait until it is counted live, stop it, wait until it is not", bench.MaxRegistryRounds))
+	crashRounds := fs.Int("crash-rounds", -1, "crash rounds: start a worker, wait until it is counted live, kill it, wait until the edges show its agent with no live worker;\n-1: as many as --rounds")
 	mode := fs.String("mode", "process", `"process": 'a2amesh nats', 'a2amesh edge' and each worker are processes of this binary;`+"\n"+`"inprocess": embedded NATS, edge and agentrt.Workers in this process, each with its own NATS connection`)
 	agent := fs.String("agent", "echo", "built-in agent the workers run")
 	ttl := fs.Duration("ttl", 0, fmt.Sprintf("registry TTL, --mode inprocess only; 0: the bus default (%v)", bus.DefaultConfig.RegistryTTL))
