@@ -111,7 +111,7 @@ func requireDeadLettered(t *testing.T, b *taskstore.Store, agent, id string, rec
 	dead := deadLetters(t, b, agent)
 	var mine []*jetstream.RawStreamMsg
 	for _, m := range dead {
-		var item bus.WorkItem
+		var item taskstore.WorkItem
 		if json.Unmarshal(m.Data, &item) == nil && item.TaskID == id {
 			mine = append(mine, m)
 		}

@@ -33,8 +33,8 @@ func TestJanitorRecoversAWorkItemLostInsideTheDuplicateWindow(t *testing.T) {
 	_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: ctxID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
 	require.NoError(t, err)
-	item := &bus.WorkItem{TaskID: id, ContextID: ctxID, Agent: agent, Message: msg, Enqueued: a2a.Now()}
-	require.NoError(t, b.Bus().Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil))
+	item := &taskstore.WorkItem{TaskID: id, ContextID: ctxID, Agent: agent, Message: msg, Enqueued: a2a.Now()}
+	require.NoError(t, taskstore.Enqueue(ctx, b.Bus(), item, bus.WorkMsgID(id, msg.MessageID), nil))
 	work, err := b.Bus().JetStream().Stream(ctx, bus.StreamWork)
 	require.NoError(t, err)
 	require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(bus.WorkSubject(agent, id))))
@@ -92,8 +92,8 @@ func TestWorkItemForATaskNotFoundYetIsRetried(t *testing.T) {
 	id, ctxID := uuid.NewString(), uuid.NewString()
 	msg := a2a.Message{MessageID: uuid.NewString(), TaskID: id, ContextID: ctxID, Role: a2a.RoleUser,
 		Parts: []a2a.Part{a2a.TextPart("early bird")}}
-	item := &bus.WorkItem{TaskID: id, ContextID: ctxID, Agent: agent, Message: msg, Enqueued: a2a.Now()}
-	require.NoError(t, b.Bus().Enqueue(ctx, item, bus.WorkMsgID(id, msg.MessageID), nil))
+	item := &taskstore.WorkItem{TaskID: id, ContextID: ctxID, Agent: agent, Message: msg, Enqueued: a2a.Now()}
+	require.NoError(t, taskstore.Enqueue(ctx, b.Bus(), item, bus.WorkMsgID(id, msg.MessageID), nil))
 	time.Sleep(1500 * time.Millisecond) // the worker has looked for the task by now
 	_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: ctxID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})

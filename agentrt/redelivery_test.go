@@ -322,7 +322,7 @@ func queueTurn(t *testing.T, b *taskstore.Store, agent, prefix string) string {
 	_, err := b.CreateTask(ctx, &taskstore.TaskRecord{Agent: agent, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
 	require.NoError(t, err)
-	require.NoError(t, b.Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: agent, Message: msg, Enqueued: a2a.Now()},
+	require.NoError(t, taskstore.Enqueue(ctx, b.Bus(), &taskstore.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: agent, Message: msg, Enqueued: a2a.Now()},
 		bus.WorkMsgID(id, msg.MessageID), nil))
 	return id
 }
@@ -343,7 +343,7 @@ func TestCanceledWhileQueuedStaysCanceled(t *testing.T) {
 	rec, err := m.Store().CreateTask(ctx, &taskstore.TaskRecord{Agent: name, Task: a2a.Task{ID: id, ContextID: msg.ContextID,
 		Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: a2a.Now()}, History: []a2a.Message{msg}}})
 	require.NoError(t, err)
-	require.NoError(t, m.Store().Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: name, Message: msg,
+	require.NoError(t, taskstore.Enqueue(ctx, m.Store().Bus(), &taskstore.WorkItem{TaskID: id, ContextID: msg.ContextID, Agent: name, Message: msg,
 		Enqueued: a2a.Now(), Task: taskstore.EncodeWorkTask(rec)}, bus.WorkMsgID(id, msg.MessageID), nil))
 	_, err = m.Store().CancelTask(ctx, id, rec, "changed my mind")
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -26,7 +27,7 @@ import (
 // bound. Without the notice the wait below lasts its whole 8 s bound.
 func TestWorkerNoticesStoreFull(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true, MaxStore: 4 << 20, Logger: quiet})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true, MaxStore: 4 << 20, Logger: quiet})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err := srv.Connect("storefull-test")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -18,7 +19,7 @@ const scope = "github.com/a2amesh/a2amesh/agentrt"
 // startConsume starts the consumer span of one work item, a child of the
 // context its message carries (traceparent header, else the item's
 // a2a.trace metadata).
-func (w *Worker) startConsume(m *bus.Msg, item *bus.WorkItem, meta *bus.MsgInfo) trace.Span {
+func (w *Worker) startConsume(m *bus.Msg, item *taskstore.WorkItem, meta *bus.MsgInfo) trace.Span {
 	ctx := tracing.ExtractNATS(context.Background(), m.Header(), item.Metadata)
 	_, span := tracing.Tracer(scope).Start(ctx, "process "+bus.WorkFilter(w.Name), trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {

@@ -315,7 +315,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 		_ = m.Term()
 		return
 	}
-	var item bus.WorkItem
+	var item taskstore.WorkItem
 	if err := json.Unmarshal(m.Data(), &item); err != nil || !bus.ValidToken(item.TaskID) {
 		w.Logger.Error("undecodable work item, dead-lettered", "err", err)
 		_ = w.Store.Bus().DeadLetter(bg, w.Name, m.Data(), "undecodable")
@@ -473,7 +473,7 @@ func (w *Worker) handle(ctx context.Context, m *bus.Msg) {
 // miss: it comes back with a growing delay, and only after MaxDeliver
 // deliveries (about a minute) is it given up, into the dead-letter stream
 // where an operator can see it, never silently.
-func (w *Worker) taskNotFound(log *slog.Logger, m *bus.Msg, meta *bus.MsgInfo, item *bus.WorkItem) {
+func (w *Worker) taskNotFound(log *slog.Logger, m *bus.Msg, meta *bus.MsgInfo, item *taskstore.WorkItem) {
 	n := int(meta.NumDelivered)
 	if n >= w.Store.Bus().Config().MaxDeliver {
 		log.Error("work item for a task that stayed not found; dead-lettered", "deliveries", n)
@@ -500,7 +500,7 @@ const notFoundMaxDelay = 8 * time.Second
 // (taskstore.Redelivered): whether its turn runs, was served already, or
 // has failed too often. It asks the bus whether another work item of the
 // same turn is still held only when that item's run claimed the task.
-func (w *Worker) redelivered(ctx context.Context, rec *taskstore.TaskRecord, item *bus.WorkItem, meta *bus.MsgInfo) taskstore.Verdict {
+func (w *Worker) redelivered(ctx context.Context, rec *taskstore.TaskRecord, item *taskstore.WorkItem, meta *bus.MsgInfo) taskstore.Verdict {
 	held := func(seq uint64) bool {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()

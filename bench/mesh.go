@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -28,8 +29,8 @@ const openAttempt = 5 * time.Second
 
 // startNATS starts an embedded NATS+JetStream server with its files in dir,
 // serving clients on 127.0.0.1 at a free port.
-func startNATS(dir string) (*bus.Server, error) {
-	return bus.StartServer(bus.ServerConfig{DataDir: dir, Host: "127.0.0.1", Port: -1})
+func startNATS(dir string) (*natsnode.Server, error) {
+	return natsnode.StartServer(natsnode.ServerConfig{DataDir: dir, Host: "127.0.0.1", Port: -1})
 }
 
 // openBus dials url with a connection of its own and opens the layout and
@@ -172,7 +173,7 @@ func quietLogger(l *slog.Logger) *slog.Logger {
 // this process, each with its own connection.
 type InProcMesh struct {
 	NATSURL, EdgeURL string
-	srv              *bus.Server
+	srv              *natsnode.Server
 	edge             *edgeNode
 	dir              string
 }

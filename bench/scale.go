@@ -19,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -240,7 +241,7 @@ func (a *countingAgent) Run(ctx context.Context, req *agentrt.Request, w agentrt
 // scaleMesh is one fresh mesh of the scale benchmark.
 type scaleMesh struct {
 	dir      string
-	srv      *bus.Server
+	srv      *natsnode.Server
 	edge     *edgeNode // the in-process edge, or
 	edgeProc *Proc     // the edge process
 	edgeURL  string

@@ -9,11 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/natsnode"
 )
 
 func openTestBus(t testing.TB, cfg Config) *Bus {
 	t.Helper()
-	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err := srv.Connect("bus-test")
@@ -30,24 +32,25 @@ func TestEnqueueRefusesWhenQueueFull(t *testing.T) {
 	b := openTestBus(t, Config{MaxQueued: 2})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
-		require.NoError(t, b.Enqueue(ctx, &WorkItem{TaskID: fmt.Sprint("q", i), Agent: "echo"}, "", nil))
+		require.NoError(t, b.Enqueue(ctx, "echo", fmt.Sprint("q", i), []byte("{}"), "", nil))
 	}
-	err := b.Enqueue(ctx, &WorkItem{TaskID: "q2", Agent: "echo"}, "", nil)
+	err := b.Enqueue(ctx, "echo", "q2", []byte("{}"), "", nil)
 	assert.ErrorIs(t, err, ErrQueueFull)
 }
 
 func TestEnqueueDeduplicatesByMsgID(t *testing.T) {
 	b := openTestBus(t, Config{})
 	ctx := context.Background()
-	item := &WorkItem{TaskID: "d1", Agent: "echo"}
-	require.NoError(t, b.Enqueue(ctx, item, "same", nil))
-	require.NoError(t, b.Enqueue(ctx, item, "same", nil))
+	require.NoError(t, b.Enqueue(ctx, "echo", "d1", []byte(`{"taskId":"d1"}`), "same", nil))
+	require.NoError(t, b.Enqueue(ctx, "echo", "d1", []byte(`{"taskId":"d1"}`), "same", nil))
 	s, err := b.js.Stream(ctx, StreamWork)
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, info.State.Msgs, "a retried enqueue within the window is dropped")
-	var got WorkItem
+	var got struct {
+		TaskID string `json:"taskId"`
+	}
 	m, err := s.GetMsg(ctx, info.State.FirstSeq)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(m.Data, &got))

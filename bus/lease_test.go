@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/natsnode"
 )
 
 // One process holds a lease at a time; it renews it at will; another
@@ -16,7 +18,7 @@ func TestLeaseOneHolderAndTakeover(t *testing.T) {
 	prev := leaseTTL.Load()
 	leaseTTL.Store(int64(300 * time.Millisecond))
 	t.Cleanup(func() { leaseTTL.Store(prev) })
-	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/a2amesh/a2amesh/a2a"
 )
 
 // A KV reads, writes and deletes; its Watcher replays, marks the end of the
@@ -68,8 +66,7 @@ func TestWorkConsumerFetch(t *testing.T) {
 	b := openTestBus(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	item := &WorkItem{TaskID: "t1", Agent: "echo", Message: a2a.Message{MessageID: "m1", Role: a2a.RoleUser}}
-	require.NoError(t, b.Enqueue(ctx, item, WorkMsgID("t1", "m1"), nil))
+	require.NoError(t, b.Enqueue(ctx, "echo", "t1", []byte(`{"taskId":"t1"}`), WorkMsgID("t1", "m1"), nil))
 	cons, err := b.WorkConsumer(ctx, "echo")
 	require.NoError(t, err)
 	fetch := func() *Msg {

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,44 +10,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/a2amesh/a2amesh/a2a"
 )
 
-// WorkItem asks an agent to process one user turn of a task.
-type WorkItem struct {
-	TaskID    string `json:"taskId"`
-	ContextID string `json:"contextId"`
-	Agent     string `json:"agent"`
-	// Message is the user turn to process (already in the task's history).
-	Message a2a.Message `json:"message"`
-	// AcceptedOutputModes are the client's accepted media types.
-	AcceptedOutputModes []string `json:"acceptedOutputModes,omitempty"`
-	// Metadata is the request's metadata.
-	Metadata a2a.Metadata `json:"metadata,omitempty"`
-	// Extensions are the extension URIs the client requested for the
-	// call (A2A-Extensions).
-	Extensions []string `json:"extensions,omitempty"`
-	Owner      string   `json:"owner,omitempty"`
-	Enqueued   string   `json:"enqueued"`
-	// Task is the task as the enqueuer left it, in its store's encoding
-	// (opaque here): a worker's first delivery runs from it without a
-	// read, since its first append is a compare-and-set on it anyway.
-	Task json.RawMessage `json:"task,omitempty"`
-}
-
-// Enqueue puts item on its agent's work queue. msgID makes the publish
-// idempotent within the duplicate window; hdr carries trace context.
-// A full queue yields ErrQueueFull.
-func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map[string][]string) error {
-	data, err := json.Marshal(item)
-	if err != nil {
-		return fmt.Errorf("bus: encode work item: %w", err)
-	}
-	msg := &nats.Msg{Subject: WorkSubject(item.Agent, item.TaskID), Data: data, Header: hdr}
+// Enqueue puts data, a work item of task taskID in its owner's encoding
+// (package taskstore's WorkItem), on agent's work queue. msgID makes the
+// publish idempotent within the duplicate window; hdr carries trace
+// context. A full queue yields ErrQueueFull.
+func (b *Bus) Enqueue(ctx context.Context, agent, taskID string, data []byte, msgID string, hdr map[string][]string) error {
+	msg := &nats.Msg{Subject: WorkSubject(agent, taskID), Data: data, Header: hdr}
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
+	var err error
 	if msgID != "" {
 		// The id makes a repeat harmless: publish rides out a failover.
 		_, err = b.Publish(ctx, msg, jetstream.WithMsgID(msgID))
@@ -59,7 +32,7 @@ func (b *Bus) Enqueue(ctx context.Context, item *WorkItem, msgID string, hdr map
 		if IsQueueFull(err) {
 			return ErrQueueFull
 		}
-		return fmt.Errorf("bus: enqueue for %s: %w", item.Agent, err)
+		return fmt.Errorf("bus: enqueue for %s: %w", agent, err)
 	}
 	return nil
 }

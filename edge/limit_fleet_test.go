@@ -25,6 +25,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/registry"
 )
 
@@ -174,7 +175,7 @@ type fleetEdge struct {
 // runs RunLimits (share) until the test ends.
 func startFleet(t *testing.T, n int, lim Limits, share bool) []*fleetEdge {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	var edges []*fleetEdge
@@ -327,7 +328,7 @@ func TestFleetLimitHoldsAcrossEdges(t *testing.T) {
 // With NATS gone an edge limits on its own, and no call waits for the
 // bus; RunLimits returns when told to, leaving nothing running.
 func TestFleetLimitWithoutNATS(t *testing.T) {
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	var once sync.Once
 	shutdown := func() { once.Do(srv.Shutdown) }

@@ -42,6 +42,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -146,8 +147,8 @@ var clusterAssets = []string{bus.StreamWork, taskstore.StreamLog, bus.StreamDead
 type clusterNode struct {
 	name, clientAddr, routeAddr, dataDir, routes string
 	bin                                          string
-	srv                                          *bus.Server // embedded, nil while down
-	proc                                         *roleProc   // child, nil while down
+	srv                                          *natsnode.Server // embedded, nil while down
+	proc                                         *roleProc        // child, nil while down
 }
 
 func (n *clusterNode) url() string { return "nats://" + n.clientAddr }
@@ -175,7 +176,7 @@ func (n *clusterNode) start(t *testing.T) error {
 	if err != nil {
 		return err
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{
 		DataDir: n.dataDir, Host: "127.0.0.1", Port: port, ServerName: n.name,
 		ClusterName: clusterName, ClusterListen: n.routeAddr, Routes: n.routes,
 	})

@@ -38,6 +38,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -214,7 +215,7 @@ func requireStoreFullRefusal(t *testing.T, r sendResult) {
 }
 
 func TestStoreLimitRefusesCleanly(t *testing.T) {
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true, MaxStore: 6 << 20, Logger: diskLogger()})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true, MaxStore: 6 << 20, Logger: diskLogger()})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	m := startSmallMesh(t, srv.Connect, 1)

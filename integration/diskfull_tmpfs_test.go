@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -173,7 +174,7 @@ func (f *filling) requireAckedCompleted(t *testing.T) {
 // acknowledged task is completed and sends work again.
 func TestDiskFullSingleNode(t *testing.T) {
 	dir := mountTmpfs(t, "64m")
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: filepath.Join(dir, "js"), DontListen: true, Logger: diskLogger()})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: filepath.Join(dir, "js"), DontListen: true, Logger: diskLogger()})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	m := startSmallMesh(t, srv.Connect, 1)
@@ -225,7 +226,7 @@ func TestDiskFullOneNodeOfThree(t *testing.T) {
 		ports[i] = ln.Addr().String()
 		require.NoError(t, ln.Close())
 	}
-	srvs := make([]*bus.Server, n)
+	srvs := make([]*natsnode.Server, n)
 	errc := make(chan error, n)
 	for i := range n {
 		var routes []string
@@ -239,7 +240,7 @@ func TestDiskFullOneNodeOfThree(t *testing.T) {
 			data = filepath.Join(dir, "n2")
 		}
 		go func() {
-			s, err := bus.StartServer(bus.ServerConfig{DataDir: data, ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
+			s, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: data, ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
 				ClusterName: "diskfull", ClusterListen: ports[i], Routes: strings.Join(routes, ","), Logger: diskLogger()})
 			srvs[i] = s
 			errc <- err

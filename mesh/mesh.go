@@ -31,6 +31,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -79,7 +80,7 @@ type Config struct {
 
 // Mesh is a running mesh, from Start until Close.
 type Mesh struct {
-	srv    *bus.Server
+	srv    *natsnode.Server
 	nc     *nats.Conn
 	bus    *bus.Bus
 	store  *taskstore.Store
@@ -130,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 			cfg.Edge.GRPCURL = m.grpcLn.Addr().String()
 		}
 	}
-	scfg := bus.ServerConfig{DataDir: filepath.Join(cfg.DataDir, "jetstream"), DontListen: cfg.NATSListen == "", SyncAlways: cfg.SyncAlways}
+	scfg := natsnode.ServerConfig{DataDir: filepath.Join(cfg.DataDir, "jetstream"), DontListen: cfg.NATSListen == "", SyncAlways: cfg.SyncAlways}
 	if cfg.NATSListen != "" {
 		host, port, err := net.SplitHostPort(cfg.NATSListen)
 		if err != nil {
@@ -142,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 		}
 		scfg.Host, scfg.Port = host, p
 	}
-	if m.srv, err = bus.StartServer(scfg); err != nil {
+	if m.srv, err = natsnode.StartServer(scfg); err != nil {
 		return nil, err
 	}
 	if m.nc, err = m.srv.Connect("a2amesh-dev"); err != nil {

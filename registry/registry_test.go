@@ -15,11 +15,12 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/bustest"
+	"github.com/a2amesh/a2amesh/natsnode"
 )
 
 func openBus(t *testing.T, cfg bus.Config) *bus.Bus {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err := srv.Connect("registry-test")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 )
 
 // startTestCluster starts a 3-node JetStream cluster on loopback and
@@ -31,7 +32,7 @@ func startTestCluster(t *testing.T, cfg bus.Config) []*Store {
 		ports[i] = ln.Addr().String()
 		require.NoError(t, ln.Close())
 	}
-	srvs := make([]*bus.Server, n)
+	srvs := make([]*natsnode.Server, n)
 	errc := make(chan error, n)
 	for i := range n {
 		var routes []string
@@ -41,7 +42,7 @@ func startTestCluster(t *testing.T, cfg bus.Config) []*Store {
 			}
 		}
 		go func() {
-			s, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), ServerName: fmt.Sprintf("n%d", i),
+			s, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), ServerName: fmt.Sprintf("n%d", i),
 				ClusterName: "rw", ClusterListen: ports[i], Routes: strings.Join(routes, ",")})
 			srvs[i] = s
 			errc <- err

@@ -339,7 +339,7 @@ type workTask struct {
 	SinceBase int         `json:"since,omitempty"`
 }
 
-// EncodeWorkTask encodes rec for a work item (bus.WorkItem.Task): nil
+// EncodeWorkTask encodes rec for a work item (WorkItem.Task): nil
 // when it cannot.
 func EncodeWorkTask(rec *TaskRecord) []byte {
 	data, err := json.Marshal(workTask{Rec: rec, LastSeq: rec.LastSeq, Base: rec.base, SinceBase: rec.sinceBase})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -178,7 +179,7 @@ func (p *ackLoser) serverToClient(src, dst net.Conn) {
 
 func lostAckBus(t *testing.T) (*taskstore.Store, *ackLoser) {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), Host: "127.0.0.1", Port: -1})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), Host: "127.0.0.1", Port: -1})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	p := startAckLoser(t, srv.ClientURL()[len("nats://"):])
@@ -240,7 +241,7 @@ func TestEnqueueWithLostAckIsQueuedOnce(t *testing.T) {
 	const id = "lost-ack-enqueue"
 	msg := a2a.Message{MessageID: "m1", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hi")}}
 	p.arm(bus.WorkSubject("echo", id))
-	err := b.Bus().Enqueue(ctx, &bus.WorkItem{TaskID: id, Agent: "echo", Message: msg, Enqueued: a2a.Now()}, bus.WorkMsgID(id, msg.MessageID), nil)
+	err := taskstore.Enqueue(ctx, b.Bus(), &taskstore.WorkItem{TaskID: id, Agent: "echo", Message: msg, Enqueued: a2a.Now()}, bus.WorkMsgID(id, msg.MessageID), nil)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, p.publishes(), 2, "the enqueue was not retried: the test did not lose its ack")
 	t.Logf("the ack was held %v; the work item was published %d times", p.heldFor.Round(time.Millisecond), p.publishes())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 )
 
 // streamMsgs is the number of messages a stream holds.
@@ -273,7 +274,7 @@ func TestRetentionBurstPastTheBound(t *testing.T) {
 
 // Reopening the bus with other bounds updates the streams in place.
 func TestRetentionReopenUpdatesBounds(t *testing.T) {
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err := srv.Connect("retention-test")

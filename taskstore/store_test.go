@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 )
 
 func newRecord(id string) *TaskRecord {
@@ -329,7 +330,7 @@ func TestNewerRunFencesStalledRun(t *testing.T) {
 // server in the test's temp dir.
 func openTestStore(t testing.TB, cfg bus.Config) *Store {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err := srv.Connect("taskstore-test")

@@ -79,7 +79,7 @@ type Submitted struct {
 	// work item was enqueued again only if it was lost).
 	Replay bool
 
-	item  *bus.WorkItem // nil: nothing to enqueue
+	item  *WorkItem // nil: nothing to enqueue
 	msgID string
 	watch *SettleWatch // nil unless Turn.Wait
 }

@@ -2,7 +2,9 @@ package taskstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -15,9 +17,43 @@ import (
 // scope names this package's tracer.
 const scope = "github.com/a2amesh/a2amesh/tasks"
 
+// WorkItem asks an agent to process one user turn of a task: what a
+// worker fetches from its agent's work queue (bus.WorkSubject).
+type WorkItem struct {
+	TaskID    string `json:"taskId"`
+	ContextID string `json:"contextId"`
+	Agent     string `json:"agent"`
+	// Message is the user turn to process (already in the task's history).
+	Message a2a.Message `json:"message"`
+	// AcceptedOutputModes are the client's accepted media types.
+	AcceptedOutputModes []string `json:"acceptedOutputModes,omitempty"`
+	// Metadata is the request's metadata.
+	Metadata a2a.Metadata `json:"metadata,omitempty"`
+	// Extensions are the extension URIs the client requested for the
+	// call (A2A-Extensions).
+	Extensions []string `json:"extensions,omitempty"`
+	Owner      string   `json:"owner,omitempty"`
+	Enqueued   string   `json:"enqueued"`
+	// Task is the task as the enqueuer left it (EncodeWorkTask): a
+	// worker's first delivery runs from it without a read, since its
+	// first append is a compare-and-set on it anyway.
+	Task json.RawMessage `json:"task,omitempty"`
+}
+
+// Enqueue puts item on its agent's work queue on b. msgID makes the
+// publish idempotent within the duplicate window; hdr carries trace
+// context. A full queue yields bus.ErrQueueFull.
+func Enqueue(ctx context.Context, b *bus.Bus, item *WorkItem, msgID string, hdr map[string][]string) error {
+	data, err := json.Marshal(item)
+	if err != nil {
+		return fmt.Errorf("taskstore: encode work item: %w", err)
+	}
+	return b.Enqueue(ctx, item.Agent, item.TaskID, data, msgID, hdr)
+}
+
 // workItem is the work item of turn msg of task rec.
-func workItem(rec *TaskRecord, msg *a2a.Message, t *Turn) *bus.WorkItem {
-	item := &bus.WorkItem{
+func workItem(rec *TaskRecord, msg *a2a.Message, t *Turn) *WorkItem {
+	item := &WorkItem{
 		TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, Agent: rec.Agent,
 		Message: *msg, Metadata: t.Metadata, AcceptedOutputModes: t.AcceptedOutputModes, Extensions: t.Extensions,
 		Owner: rec.Owner, Enqueued: a2a.Now(),
@@ -34,7 +70,7 @@ func workItem(rec *TaskRecord, msg *a2a.Message, t *Turn) *bus.WorkItem {
 // still hold for an item published and then lost (bus.RecoveryMsgID); a
 // copy racing the earlier attempt's is harmless (the worker runs one item
 // per turn).
-func (s *Lifecycle) recovery(ctx context.Context, rec *TaskRecord, msg *a2a.Message, t *Turn) (*bus.WorkItem, string, error) {
+func (s *Lifecycle) recovery(ctx context.Context, rec *TaskRecord, msg *a2a.Message, t *Turn) (*WorkItem, string, error) {
 	if rec.Task.Status.State != a2a.StateSubmitted {
 		return nil, "", nil
 	}
@@ -71,15 +107,15 @@ func (s *Lifecycle) enqueue(ctx context.Context, t *Turn, sub *Submitted) error 
 // publish puts item on the work queue under msgID; traced, under a
 // producer span whose context rides in the item's headers (and, with
 // inMetadata, in its metadata too).
-func (s *Lifecycle) publish(ctx context.Context, item *bus.WorkItem, msgID string, traced, inMetadata bool) error {
+func (s *Lifecycle) publish(ctx context.Context, item *WorkItem, msgID string, traced, inMetadata bool) error {
 	if !traced {
-		return s.store.bus.Enqueue(ctx, item, msgID, nil)
+		return Enqueue(ctx, s.store.bus, item, msgID, nil)
 	}
 	pctx, span, hdr := tracing.StartPublish(ctx, tracing.Tracer(scope), bus.WorkSubject(item.Agent, item.TaskID), bus.WorkFilter(item.Agent), msgID, nil)
 	if inMetadata {
 		item.Metadata = tracing.ToMetadata(pctx, item.Metadata)
 	}
-	err := s.store.bus.Enqueue(pctx, item, msgID, hdr)
+	err := Enqueue(pctx, s.store.bus, item, msgID, hdr)
 	if err != nil && span.IsRecording() {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "failed")

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -48,7 +49,7 @@ func runMigrate(ctx context.Context, args []string) error {
 		if _, err := os.Stat(dir); err != nil {
 			return fmt.Errorf("--data: no a2amesh dev data: %w", err)
 		}
-		srv, err := bus.StartServer(bus.ServerConfig{DataDir: dir, DontListen: true, Logger: log})
+		srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: dir, DontListen: true, Logger: log})
 		if err != nil {
 			return err
 		}

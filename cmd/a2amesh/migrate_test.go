@@ -19,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/natstest"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -109,7 +110,7 @@ func TestMigrateCommand(t *testing.T) {
 func TestMigrateDevData(t *testing.T) {
 	dir := t.TempDir()
 	jsDir := filepath.Join(dir, "jetstream") // as mesh.Start keeps it
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: jsDir, DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: jsDir, DontListen: true})
 	require.NoError(t, err)
 	nc, err := srv.Connect("old-dev")
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func TestMigrateDevData(t *testing.T) {
 	require.NoError(t, runMigrate(ctx, []string{"--data", dir}))
 	assert.Contains(t, out.String(), "1 tasks moved")
 
-	srv, err = bus.StartServer(bus.ServerConfig{DataDir: jsDir, DontListen: true})
+	srv, err = natsnode.StartServer(natsnode.ServerConfig{DataDir: jsDir, DontListen: true})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err = srv.Connect("new-dev")

@@ -30,6 +30,7 @@ import (
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/ssrf"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
@@ -82,7 +83,7 @@ func runNATS(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{
 		DataDir: *data, Host: host, Port: port, ServerName: *name, SyncAlways: *syncAlways,
 		ClusterName: *cluster, ClusterListen: *clusterListen, Routes: *routes, Token: *token,
 		MaxStore: storeLimit, Logger: log,

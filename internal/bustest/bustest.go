@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/natsnode"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -18,7 +19,7 @@ import (
 // cfg on it. Both stop when the test ends.
 func Open(t testing.TB, cfg bus.Config) *bus.Bus {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), DontListen: true})
+	srv, err := natsnode.StartServer(natsnode.ServerConfig{DataDir: t.TempDir(), DontListen: true})
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
 	}

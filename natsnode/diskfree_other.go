@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd)
 
-package bus
+package natsnode
 
 // diskFree cannot tell the free space here: -1, and JetStream is restarted
 // after a write fault without waiting for space (bus/storewatch.go).

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package bus
+package natsnode
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package bus
+package natsnode
 
 import (
 	"log/slog"

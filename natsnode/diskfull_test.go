@@ -1,4 +1,4 @@
-package bus
+package natsnode
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // withStoreWatch makes the store watch quick for a test.
@@ -78,7 +80,7 @@ func TestJetStreamRestartsOnceSpaceReturns(t *testing.T) {
 }
 
 // startWatchedServer starts a quiet embedded server and opens a bus on it.
-func startWatchedServer(t *testing.T) (*Server, *Bus) {
+func startWatchedServer(t *testing.T) (*Server, *bus.Bus) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := StartServer(ServerConfig{DataDir: t.TempDir(), DontListen: true, Logger: quiet})
@@ -89,7 +91,7 @@ func startWatchedServer(t *testing.T) (*Server, *Bus) {
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := Open(ctx, nc, Config{})
+	b, err := bus.Open(ctx, nc, bus.Config{})
 	require.NoError(t, err)
 	return srv, b
 }
