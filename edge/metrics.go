@@ -11,15 +11,23 @@ import (
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
-// watchMetrics has the metrics read the registry table's size and the
-// consumers' statistics at scrape time: every agent's work consumer and
-// the push consumers.
+// watchMetrics has the metrics read the registry table's size, each known
+// agent's live workers and the consumers' statistics at scrape time:
+// every agent's work consumer (also as each agent's pending and in-flight
+// work) and the push consumers.
 func (e *Edge) watchMetrics() {
 	m := e.cfg.Metrics
 	if m == nil {
 		return
 	}
 	m.SetRegistrySize(func() int { return len(e.reg.Agents()) })
+	m.SetAgentWorkers(func() map[string]int {
+		live := e.reg.Workers()
+		for _, en := range e.reg.Agents() {
+			live[en.Agent] += 0 // every known agent, 0 when none of its workers runs
+		}
+		return live
+	})
 	m.AddConsumers(metrics.StreamConsumers(e.bus, bus.StreamWork))
 	m.AddConsumers(metrics.StreamConsumers(e.bus, taskstore.StreamLog, bus.ConsumerPushDispatch))
 	m.AddConsumers(metrics.StreamConsumers(e.bus, push.StreamOut, push.ConsumerDeliver))

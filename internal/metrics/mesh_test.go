@@ -92,6 +92,9 @@ func TestMeshMetrics(t *testing.T) {
 	require.Contains(t, fams, "a2amesh_consumer_pending")
 	require.GreaterOrEqual(t, value(fams, "a2amesh_consumer_pending", map[string]string{"consumer": "worker_echo"}), 0.0)
 	require.GreaterOrEqual(t, value(fams, "a2amesh_consumer_ack_pending", map[string]string{"consumer": "worker_echo"}), 0.0)
+	require.GreaterOrEqual(t, value(fams, "a2amesh_agent_workers", map[string]string{"agent": "echo"}), 1.0)
+	require.Contains(t, fams, "a2amesh_agent_pending")
+	require.Contains(t, fams, "a2amesh_agent_in_flight")
 }
 
 func scrapeMesh(t *testing.T, hc *http.Client, base string) map[string]*dto.MetricFamily {

@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,13 +171,24 @@ func (m *Metrics) RunStarted(agent string, queued time.Time) (ended func(state, 
 }
 
 // SetRegistrySize makes a2amesh_registry_agents report what size returns
-// (the live agents in an edge's registry table).
+// (the known agents in an edge's registry table).
 func (m *Metrics) SetRegistrySize(size func() int) {
 	if m == nil {
 		return
 	}
 	m.dyn.mu.Lock()
 	m.dyn.registrySize = size
+	m.dyn.mu.Unlock()
+}
+
+// SetAgentWorkers makes a2amesh_agent_workers report what workers returns:
+// the live workers of every known agent, 0 for one with none.
+func (m *Metrics) SetAgentWorkers(workers func() map[string]int) {
+	if m == nil {
+		return
+	}
+	m.dyn.mu.Lock()
+	m.dyn.agentWorkers = workers
 	m.dyn.mu.Unlock()
 }
 
@@ -204,9 +216,12 @@ type ConsumerSource func(ctx context.Context) []ConsumerStats
 type dynamic struct {
 	mu           sync.Mutex
 	registrySize func() int
+	agentWorkers func() map[string]int
 	sources      []ConsumerSource
 
 	agents, pending, ackPending, redelivered *prometheus.Desc
+	// Per agent: what an autoscaler acts on.
+	agentLive, agentPending, agentInFlight *prometheus.Desc
 }
 
 func newDynamic() *dynamic {
@@ -219,6 +234,12 @@ func newDynamic() *dynamic {
 			"Messages of the JetStream consumer delivered and not yet acknowledged.", []string{"consumer"}, nil),
 		redelivered: prometheus.NewDesc("a2amesh_consumer_redelivered",
 			"Messages of the JetStream consumer delivered more than once and not yet acknowledged.", []string{"consumer"}, nil),
+		agentLive: prometheus.NewDesc("a2amesh_agent_workers",
+			"Live workers of each known agent (0: none; its sends queue).", []string{"agent"}, nil),
+		agentPending: prometheus.NewDesc("a2amesh_agent_pending",
+			"Tasks queued for the agent that no worker has taken yet.", []string{"agent"}, nil),
+		agentInFlight: prometheus.NewDesc("a2amesh_agent_in_flight",
+			"Tasks of the agent a worker holds and has not finished.", []string{"agent"}, nil),
 	}
 }
 
@@ -227,14 +248,22 @@ func (d *dynamic) Describe(ch chan<- *prometheus.Desc) {
 	ch <- d.pending
 	ch <- d.ackPending
 	ch <- d.redelivered
+	ch <- d.agentLive
+	ch <- d.agentPending
+	ch <- d.agentInFlight
 }
 
 func (d *dynamic) Collect(ch chan<- prometheus.Metric) {
 	d.mu.Lock()
-	size, sources := d.registrySize, append([]ConsumerSource(nil), d.sources...)
+	size, workers, sources := d.registrySize, d.agentWorkers, append([]ConsumerSource(nil), d.sources...)
 	d.mu.Unlock()
 	if size != nil {
 		ch <- prometheus.MustNewConstMetric(d.agents, prometheus.GaugeValue, float64(size()))
+	}
+	if workers != nil {
+		for agent, n := range workers() {
+			ch <- prometheus.MustNewConstMetric(d.agentLive, prometheus.GaugeValue, float64(n), agent)
+		}
 	}
 	if len(sources) == 0 {
 		return
@@ -251,6 +280,10 @@ func (d *dynamic) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d.pending, prometheus.GaugeValue, float64(s.Pending), s.Consumer)
 			ch <- prometheus.MustNewConstMetric(d.ackPending, prometheus.GaugeValue, float64(s.AckPending), s.Consumer)
 			ch <- prometheus.MustNewConstMetric(d.redelivered, prometheus.GaugeValue, float64(s.Redelivered), s.Consumer)
+			if agent, ok := strings.CutPrefix(s.Consumer, bus.ConsumerName("")); ok {
+				ch <- prometheus.MustNewConstMetric(d.agentPending, prometheus.GaugeValue, float64(s.Pending), agent)
+				ch <- prometheus.MustNewConstMetric(d.agentInFlight, prometheus.GaugeValue, float64(s.AckPending), agent)
+			}
 		}
 	}
 }

@@ -33,6 +33,7 @@ func TestHandlerServesFamilies(t *testing.T) {
 	ended("completed", RunSettled)
 	m.RunStarted("echo", time.Now())("handed_back", RunHandedBack) // no latency: the turn is not done
 	m.SetRegistrySize(func() int { return 3 })
+	m.SetAgentWorkers(func() map[string]int { return map[string]int{"echo": 2, "sleepy": 0} })
 	m.AddConsumers(func(context.Context) []ConsumerStats {
 		return []ConsumerStats{{Consumer: "worker_echo", Pending: 2, AckPending: 1, Redelivered: 0}}
 	})
@@ -58,6 +59,10 @@ func TestHandlerServesFamilies(t *testing.T) {
 		`a2amesh_consumer_pending{consumer="worker_echo"} 2`,
 		`a2amesh_consumer_ack_pending{consumer="worker_echo"} 1`,
 		`a2amesh_consumer_redelivered{consumer="worker_echo"} 0`,
+		`a2amesh_agent_workers{agent="echo"} 2`,
+		`a2amesh_agent_workers{agent="sleepy"} 0`,
+		`a2amesh_agent_pending{agent="echo"} 2`,
+		`a2amesh_agent_in_flight{agent="echo"} 1`,
 		`go_goroutines`,
 	} {
 		assert.Contains(t, out, want)
