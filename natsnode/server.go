@@ -39,6 +39,10 @@ type ServerConfig struct {
 	Routes        string
 	// Token, when set, is required from NATS clients.
 	Token string
+	// MonitorListen, host:port, serves nats-server's HTTP monitoring
+	// endpoints (/varz, /jsz, /healthz) there: what the KEDA nats-jetstream
+	// scaler reads a consumer's pending count from. Empty: none.
+	MonitorListen string
 	// MaxStore bounds JetStream's file store in bytes (max_file_store).
 	// Zero leaves nats-server's default: 75% of the disk space free when
 	// the server starts. Past it, writes are refused ("insufficient
@@ -68,7 +72,7 @@ type Server struct {
 // StartServer starts an embedded NATS server and waits until it is ready.
 func StartServer(cfg ServerConfig) (*Server, error) {
 	if cfg.DataDir == "" {
-		return nil, errors.New("bus: embedded server needs a data dir")
+		return nil, errors.New("natsnode: an embedded server needs a data dir")
 	}
 	opts := server.Options{
 		ServerName:         cfg.ServerName,
@@ -95,19 +99,30 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		opts.JetStreamMaxStore = cfg.MaxStore
 	}
 	opts.Authorization = cfg.Token
-	if cfg.ClusterName != "" || cfg.ClusterListen != "" {
-		host, portStr, err := net.SplitHostPort(cfg.ClusterListen)
+	if cfg.MonitorListen != "" {
+		host, portStr, err := net.SplitHostPort(cfg.MonitorListen)
 		if err != nil {
-			return nil, fmt.Errorf("bus: cluster listen address %q: %w", cfg.ClusterListen, err)
+			return nil, fmt.Errorf("natsnode: monitoring address %q: %w", cfg.MonitorListen, err)
 		}
 		port, err := strconv.Atoi(portStr)
 		if err != nil {
-			return nil, fmt.Errorf("bus: cluster listen port %q: %w", portStr, err)
+			return nil, fmt.Errorf("natsnode: monitoring port %q: %w", portStr, err)
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
+	}
+	if cfg.ClusterName != "" || cfg.ClusterListen != "" {
+		host, portStr, err := net.SplitHostPort(cfg.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("natsnode: cluster listen address %q: %w", cfg.ClusterListen, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil {
+			return nil, fmt.Errorf("natsnode: cluster listen port %q: %w", portStr, err)
 		}
 		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
 		opts.Routes = server.RoutesFromStr(cfg.Routes)
 		if opts.ServerName == "" {
-			return nil, errors.New("bus: a cluster node needs a server name")
+			return nil, errors.New("natsnode: a cluster node needs a server name")
 		}
 	}
 	s := &Server{opts: opts, log: cfg.Logger, dataDir: cfg.DataDir,

@@ -145,7 +145,7 @@ func (c *roleCmd) listenPorts() map[string]string {
 	var flags []string
 	switch c.role {
 	case "nats":
-		flags = []string{"listen", "listen-cluster"}
+		flags = []string{"listen", "listen-cluster", "monitor-listen"}
 	case "edge":
 		flags = []string{"listen"}
 	case "worker":

@@ -61,6 +61,8 @@ func runNATS(ctx context.Context, args []string) error {
 	clusterListen := fs.String("listen-cluster", envOr("A2AMESH_LISTEN_CLUSTER", ""), "route address of this node, host:port (env A2AMESH_LISTEN_CLUSTER)")
 	routes := fs.String("routes", envOr("A2AMESH_ROUTES", ""), "routes to the other nodes, nats-route://host:port,... (env A2AMESH_ROUTES)")
 	token := fs.String("token", envOr("A2AMESH_NATS_TOKEN", ""), "require this token from clients (env A2AMESH_NATS_TOKEN)")
+	monitorListen := fs.String("monitor-listen", envOr("A2AMESH_NATS_MONITOR_LISTEN", ""),
+		"serve NATS's HTTP monitoring endpoints (/varz, /jsz: what KEDA's nats-jetstream scaler reads) at host:port, e.g. 0.0.0.0:8222 (env A2AMESH_NATS_MONITOR_LISTEN; none: not served)")
 	syncAlways := fs.Bool("sync-always", os.Getenv("A2AMESH_SYNC_ALWAYS") == "true", "fsync every JetStream write (env A2AMESH_SYNC_ALWAYS)")
 	maxStore := sizeVar(fs, "max-store", "A2AMESH_MAX_STORE", "JetStream's file store limit, e.g. 8G, below the disk's size; writes past it are refused (-32000). Over 1G: the work queue reserves 1 GiB of it. Default: 75% of the disk space free at start (env A2AMESH_MAX_STORE)")
 	pprofListen := addPprofFlag(fs)
@@ -86,7 +88,7 @@ func runNATS(ctx context.Context, args []string) error {
 	srv, err := natsnode.StartServer(natsnode.ServerConfig{
 		DataDir: *data, Host: host, Port: port, ServerName: *name, SyncAlways: *syncAlways,
 		ClusterName: *cluster, ClusterListen: *clusterListen, Routes: *routes, Token: *token,
-		MaxStore: storeLimit, Logger: log,
+		MonitorListen: *monitorListen, MaxStore: storeLimit, Logger: log,
 	})
 	if err != nil {
 		return err
