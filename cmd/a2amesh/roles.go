@@ -348,13 +348,23 @@ func dialReason(err error) string {
 // 503 and what it waits for (the edge's own /healthz takes over once it is
 // built); everything else goes to next.
 type startingHealth struct {
-	next   http.Handler
-	opened *atomic.Bool
-	reason *atomic.Pointer[string]
+	next     http.Handler
+	opened   *atomic.Bool
+	draining *atomic.Bool // set on SIGTERM: /healthz says so while the edge still serves
+	reason   *atomic.Pointer[string]
 }
 
 func (h startingHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.opened.Load() || r.URL.Path != "/healthz" || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+	isHealth := r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	if isHealth && h.draining != nil && h.draining.Load() {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "draining",
+			"reason": "stopping: still serving, but route new calls to another edge"})
+		return
+	}
+	if h.opened.Load() || !isHealth {
 		h.next.ServeHTTP(w, r)
 		return
 	}
@@ -379,6 +389,8 @@ func runEdge(ctx context.Context, args []string) error {
 	fs := newFlagSet("edge", "", edgeDesc)
 	nf := addNATSFlags(fs)
 	ef := addEdgeFlags(fs, "")
+	drain := fs.Duration("drain", envDuration("A2AMESH_DRAIN", defaultDrain),
+		"on SIGTERM, answer /healthz 503 and keep serving this long before closing the listeners, so load balancers stop routing here first; then open streams get 5s to end (env A2AMESH_DRAIN)")
 	pprofListen := addPprofFlag(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -432,11 +444,11 @@ func runEdge(ctx context.Context, args []string) error {
 		go func() { gserveEr = gsrv.Serve(gln); close(gserved) }()
 		log.Info("a2amesh edge serving gRPC", "addr", gln.Addr().String())
 	}
-	var opened atomic.Bool
+	var opened, draining atomic.Bool
 	var waiting atomic.Pointer[string]
 	setWaiting := func(s string) { waiting.Store(&s) }
 	setWaiting("waiting for NATS at " + showURLs(*nf.url) + ": connecting")
-	srv.Handler = startingHealth{next: srv.Handler, opened: &opened, reason: &waiting}
+	srv.Handler = startingHealth{next: srv.Handler, opened: &opened, draining: &draining, reason: &waiting}
 	served := make(chan struct{})
 	var serveErr error
 	go func() { serveErr = srv.Serve(ln); close(served) }()
@@ -479,7 +491,10 @@ func runEdge(ctx context.Context, args []string) error {
 	table.LostGrace = ef.grace()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	rctx, stopBackground := context.WithCancel(ctx)
+	// The background work outlives ctx (SIGTERM) by the drain: the edge
+	// still serves meanwhile, with a registry table and push delivery that
+	// follow the fleet. It stops once the listeners are closed.
+	rctx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
 	wg.Add(2)
 	go func() {
@@ -525,12 +540,39 @@ func runEdge(ctx context.Context, args []string) error {
 	case <-gserved: // the gRPC server failed (never, without gRPC: a nil channel)
 	case runErr = <-ran: // a configuration error (push delivery runs until rctx ends)
 	case <-ctx.Done():
+		drainFor(*drain, &draining, srv, served, log)
 	}
 	log.Info("shutting down")
 	serr := stopServing()
 	stopBackground()
 	wg.Wait()
 	return errors.Join(runErr, serr)
+}
+
+// defaultDrain is how long a stopping edge keeps serving with /healthz at
+// 503: longer than a Kubernetes endpoint update takes to reach the load
+// balancers and kube-proxy (a few seconds), well inside the default
+// 30s termination grace with the 5s that open streams get after it.
+const defaultDrain = 5 * time.Second
+
+// drainFor turns /healthz to 503 and keeps serving for d (or until the
+// server fails), closing each keep-alive connection after its next
+// answer, so that clients and load balancers move to another edge before
+// the listeners close. Calls in flight and new ones meanwhile are served
+// as usual.
+func drainFor(d time.Duration, draining *atomic.Bool, srv *http.Server, served <-chan struct{}, log *slog.Logger) {
+	if d <= 0 {
+		return
+	}
+	draining.Store(true)
+	srv.SetKeepAlivesEnabled(false)
+	log.Info("draining: /healthz answers 503; still serving", "for", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-served:
+	}
 }
 
 // logReady logs "a2amesh edge ready" once the edge is, and what it still
