@@ -100,24 +100,16 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	opts.Authorization = cfg.Token
 	if cfg.MonitorListen != "" {
-		host, portStr, err := net.SplitHostPort(cfg.MonitorListen)
+		host, port, err := hostPort("monitoring address", cfg.MonitorListen)
 		if err != nil {
-			return nil, fmt.Errorf("natsnode: monitoring address %q: %w", cfg.MonitorListen, err)
-		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil {
-			return nil, fmt.Errorf("natsnode: monitoring port %q: %w", portStr, err)
+			return nil, err
 		}
 		opts.HTTPHost, opts.HTTPPort = host, port
 	}
 	if cfg.ClusterName != "" || cfg.ClusterListen != "" {
-		host, portStr, err := net.SplitHostPort(cfg.ClusterListen)
+		host, port, err := hostPort("cluster listen address", cfg.ClusterListen)
 		if err != nil {
-			return nil, fmt.Errorf("natsnode: cluster listen address %q: %w", cfg.ClusterListen, err)
-		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil {
-			return nil, fmt.Errorf("natsnode: cluster listen port %q: %w", portStr, err)
+			return nil, err
 		}
 		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
 		opts.Routes = server.RoutesFromStr(cfg.Routes)
@@ -141,6 +133,20 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	go s.watchStore(log.With("component", "a2amesh-nats", "server", ns.Name()))
 	return s, nil
+}
+
+// hostPort splits addr, host:port with a numeric port, naming it what in
+// an error.
+func hostPort(what, addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("natsnode: %s %q: %w", what, addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return "", 0, fmt.Errorf("natsnode: %s %q: port %q is not a number", what, addr, portStr)
+	}
+	return host, port, nil
 }
 
 // startNATS starts a server with a copy of opts and waits until it is
