@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"net"
 	"net/url"
 	"strings"
 
@@ -38,9 +39,13 @@ func (e *Edge) moreBindings(base, agent string) []a2a.AgentInterface {
 	return ifs
 }
 
-// grpcURL is the address gRPC clients reach the edge at ("": gRPC off):
-// Config.GRPCURL, whose host, when it is empty or unspecified
-// ("0.0.0.0", "[::]"), is the host of base.
+// grpcURL is the address gRPC clients reach the edge at ("": gRPC off), a
+// gRPC target (host:port, what the SDKs' gRPC clients dial; see
+// internal/cardcheck's grpcTarget): Config.GRPCURL, whose host, when it is
+// empty, unspecified ("0.0.0.0", "[::]") or this machine (a loopback
+// address, "localhost"), is the host of base, the host the client reached
+// the card by, as the HTTP interfaces' is: a client that came by
+// "localhost" is not handed "127.0.0.1".
 func (e *Edge) grpcURL(base string) string {
 	g := e.cfg.GRPCURL
 	if g == "" {
@@ -56,7 +61,7 @@ func (e *Edge) grpcURL(base string) string {
 			host, port, ok = hostPort[:j+1], hostPort[j+2:], true
 		}
 	}
-	if !ok || (host != "" && host != "0.0.0.0" && host != "[::]" && host != "::") {
+	if !ok || (host != "" && host != "0.0.0.0" && host != "[::]" && host != "::" && !loopbackHost(host)) {
 		return g
 	}
 	if u, err := url.Parse(base); err == nil && u.Hostname() != "" {
@@ -67,4 +72,14 @@ func (e *Edge) grpcURL(base string) string {
 		return h + ":" + port
 	}
 	return g
+}
+
+// loopbackHost reports whether host (an address's host, IPv6 in brackets)
+// names this machine.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

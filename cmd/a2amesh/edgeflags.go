@@ -76,7 +76,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		listen:        fs.String("listen", envOr("A2AMESH_LISTEN", "127.0.0.1:8080"), "HTTP listen address (env A2AMESH_LISTEN)"),
 		publicURL:     fs.String("public-url", envOr("A2AMESH_PUBLIC_URL", ""), "base URL written into agent cards (env A2AMESH_PUBLIC_URL; default: the request's Host)"),
 		grpcListen:    fs.String("grpc-listen", envOr("A2AMESH_GRPC_LISTEN", ""), "also serve the A2A gRPC binding (lf.a2a.v1.A2AService, plaintext HTTP/2) at host:port, where the request's tenant names the agent; auth, rate limit and the body limit apply as over HTTP; off: none (env A2AMESH_GRPC_LISTEN; default: off)"),
-		publicGRPCURL: fs.String("public-grpc-url", envOr("A2AMESH_PUBLIC_GRPC_URL", ""), "host:port cards advertise for the gRPC binding (env A2AMESH_PUBLIC_GRPC_URL; default: the --grpc-listen address, an unspecified host such as 0.0.0.0 replaced by the host of the card request)"),
+		publicGRPCURL: fs.String("public-grpc-url", envOr("A2AMESH_PUBLIC_GRPC_URL", ""), "host:port cards advertise for the gRPC binding (env A2AMESH_PUBLIC_GRPC_URL; default: the --grpc-listen address; an unspecified host such as 0.0.0.0, or a loopback one, is replaced by the host of the card request)"),
 		defaultAgent:  fs.String("default-agent", envOr("A2AMESH_DEFAULT_AGENT", defaultAgent), defaultHelp),
 		cors:          fs.String("cors-origin", envOr("A2AMESH_CORS_ORIGIN", ""), "comma-separated origins allowed by CORS, or * (env A2AMESH_CORS_ORIGIN; default off)"),
 		keepAlive:     fs.Duration("keepalive", envDuration("A2AMESH_KEEPALIVE", 15*time.Second), "SSE keep-alive interval (env A2AMESH_KEEPALIVE)"),

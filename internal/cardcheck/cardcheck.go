@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/a2amesh/a2amesh/a2a"
@@ -88,6 +89,27 @@ func (c *checker) url(sev Severity, field, value string) bool {
 		c.add(Warning, field, "plain http to %s: the specification asks for https in production", u.Hostname())
 	}
 	return true
+}
+
+// grpcTarget checks the url of a gRPC interface. The specification asks
+// for an absolute URL; the SDKs' gRPC clients (a2a-go's grpc.NewClient,
+// @a2a-js/sdk's and a2a-python's channels) dial the string as a gRPC
+// target, host:port (or dns:///host:port), and fail on one with an
+// http(s) scheme. The mesh serves host:port, the form they dial; a URL is
+// a warning, not an error.
+func (c *checker) grpcTarget(field, value string) {
+	if value == "" {
+		return
+	}
+	hostPort := strings.TrimPrefix(value, "dns:///")
+	if u, err := url.Parse(value); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		c.add(Warning, field, "a URL: the gRPC clients of a2a-go, @a2a-js/sdk and a2a-python dial host:port and fail on %q", value)
+		return
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || host == "" {
+		c.add(Error, field, "not a gRPC target (host:port): %q", value)
+	}
 }
 
 // loopback reports whether host names this machine.
@@ -163,7 +185,11 @@ func (c *checker) interfaces(card *a2a.AgentCard) {
 	for i, f := range ifs {
 		field := fmt.Sprintf("supportedInterfaces[%d]", i)
 		c.required(field+".url", f.URL)
-		c.url(Error, field+".url", f.URL)
+		if f.ProtocolBinding == a2a.BindingGRPC {
+			c.grpcTarget(field+".url", f.URL)
+		} else {
+			c.url(Error, field+".url", f.URL)
+		}
 		c.required(field+".protocolBinding", f.ProtocolBinding)
 		if f.ProtocolBinding != "" && !slices.Contains(coreBindings, f.ProtocolBinding) {
 			c.add(Warning, field+".protocolBinding", "%q is none of the specification's bindings (%s): only clients that know it can use it",

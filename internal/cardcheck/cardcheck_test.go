@@ -27,8 +27,32 @@ func good() a2a.AgentCard {
 func TestCheckGoodCard(t *testing.T) {
 	c := good()
 	require.Empty(t, Check(&c))
-	c = c.WithBindings(a2a.AgentInterface{URL: "https://mesh.example/agents/echo", ProtocolBinding: a2a.BindingGRPC, ProtocolVersion: "1.0"})
+	c = c.WithBindings(a2a.AgentInterface{URL: "mesh.example:443", ProtocolBinding: a2a.BindingGRPC, ProtocolVersion: "1.0"},
+		a2a.AgentInterface{URL: "localhost:9090", ProtocolBinding: a2a.BindingGRPC, Tenant: "echo", ProtocolVersion: "1.0"})
 	require.Empty(t, Check(&c))
+}
+
+// A gRPC interface is a target the SDKs' gRPC clients dial: host:port. A
+// URL with a scheme is a warning (they fail on it); anything else an
+// error.
+func TestCheckGRPCTarget(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want Severity // "" for none
+	}{
+		{"127.0.0.1:9090", ""}, {"[::1]:9090", ""}, {"dns:///mesh.example:443", ""},
+		{"https://mesh.example/agents/echo", Warning}, {"mesh.example", Error}, {":9090", Error}, {"mesh.example:http", Error},
+	} {
+		c := good().WithBindings(a2a.AgentInterface{URL: tc.url, ProtocolBinding: a2a.BindingGRPC, ProtocolVersion: "1.0"})
+		issues := Check(&c)
+		if tc.want == "" {
+			require.Empty(t, issues, tc.url)
+			continue
+		}
+		require.Len(t, issues, 1, tc.url)
+		require.Equal(t, tc.want, issues[0].Severity, tc.url)
+		require.True(t, strings.HasSuffix(issues[0].Field, ".url"), tc.url)
+	}
 }
 
 // Each case breaks one thing of a good card and must yield exactly the
