@@ -19,9 +19,9 @@ import (
 const module = "github.com/a2amesh/a2amesh"
 
 // internalMayImport are the module's packages (and those below them) that
-// a package under internal/ may import: nothing above the protocol types
-// and the bus.
-var internalMayImport = []string{"a2a", "bus", "taskstore", "internal"}
+// a package under internal/ may import: nothing above the protocol types,
+// the bus and the embedded NATS server it runs on.
+var internalMayImport = []string{"a2a", "bus", "natsnode", "taskstore", "internal"}
 
 // TestLayering fails when a package under internal/ imports a package of
 // the module above a2a and bus (edge, agentrt, registry, mesh, cmd/...),

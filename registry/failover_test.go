@@ -118,6 +118,7 @@ func TestEntrySurvivesJetStreamOutage(t *testing.T) {
 	edgeBus, _ := openOn(t, url, "edge", cfg)
 	liveBus, _ := openOn(t, url, "worker-live", cfg)
 	doomedBus, doomedConn := openOn(t, url, "worker-doomed", cfg)
+	newBus, _ := openOn(t, url, "worker-new", cfg) // opened now: opening the layout needs quorum
 
 	table := NewTable(edgeBus)
 	table.Logger = testLogger()
@@ -156,6 +157,19 @@ func TestEntrySurvivesJetStreamOutage(t *testing.T) {
 	}
 	t.Logf("dead worker dropped %v after it died (TTL %v)", goneAfter.Round(time.Millisecond), ttl)
 	require.Less(t, goneAfter, ttl+3*time.Second, "a dead worker goes soon after its heartbeat is late")
+
+	// A worker that starts during the outage cannot write its entry, but
+	// its registration notices reach the table on core NATS at once.
+	joined := time.Now()
+	stopNew := publishing(t, newBus, "newcomer", "n1")
+	require.True(t, natstest.Eventually(ctx, 5*time.Second, func() bool { return listed(table, "newcomer") }),
+		"a worker started without quorum is never listed")
+	t.Logf("a worker started without quorum listed %v after it started", time.Since(joined).Round(time.Millisecond))
+	require.Less(t, time.Since(joined), time.Second, "listed within a second")
+	// Stopped before quorum returns: its retried bucket writes would
+	// otherwise race the restarting node's stream creation, which
+	// nats-server 2.15 leaves running at shutdown.
+	stopNew()
 
 	// Live (agents calling agents) answers from pings while the registry
 	// bucket cannot be read.

@@ -22,6 +22,11 @@
 // whose heartbeat is late and keeps it while it answers; an instance that
 // stopped cleanly deletes its entry and goes at once. Entries of releases
 // without the connection probe are checked that way alone.
+//
+// A registration reaches edges on core NATS too (notice.go): each
+// heartbeat is published there as well as written to the bucket, so an
+// edge lists a new worker at once even while the bucket cannot be written
+// or its watch is being recreated.
 package registry
 
 import (
@@ -135,6 +140,9 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		if err != nil {
 			return err
 		}
+		// Edges hear the notice at once on core NATS, whatever becomes of
+		// the bucket write (it fails while the bucket has no quorum).
+		announce(b, e, false)
 		c, cancel := context.WithTimeout(ctx, min(beatAttempt, max(e.TTL/3, 100*time.Millisecond)))
 		defer cancel()
 		if _, err = kv.Put(c, key(e.Agent, e.Instance), data); err != nil {
@@ -153,6 +161,7 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		select {
 		case <-ctx.Done():
 			unping() // pings fail from now on: an edge that misses the delete drops the entry at once
+			announce(b, e, true)
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = kv.Delete(c, key(e.Agent, e.Instance))
 			cancel()
@@ -457,6 +466,11 @@ func (t *Table) Run(ctx context.Context) error {
 		t.reconnects = b.Reconnects() // a reconnect before Run is no reason for the guard
 		t.mu.Unlock()
 	}
+	if b != nil && t.ProbeEvery >= 0 {
+		if sub := t.hearNotices(log); sub != nil {
+			defer sub.Stop()
+		}
+	}
 	pctx, stopProbes := context.WithCancel(ctx)
 	probing := make(chan struct{})
 	go func() {
@@ -605,6 +619,9 @@ func (t *Table) apply(u *bus.Entry) {
 	}
 	if e.TTL <= 0 {
 		e.TTL = bus.DefaultConfig.RegistryTTL
+	}
+	if old := t.entries[u.Key]; old != nil && old.e.Beat.After(e.Beat) {
+		return // older than what a notice (or the bucket) already gave
 	}
 	t.removeLocked(u.Key)
 	t.gen++

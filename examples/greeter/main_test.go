@@ -121,23 +121,46 @@ func TestGreeterJoinsTheMesh(t *testing.T) {
 		}
 	})
 
-	// Ctrl-C: run returns, and the mesh no longer lists the agent.
+	// Ctrl-C: run returns. The agent stays known with no live worker: GET
+	// /agents shows it queuing, and its card is still served.
 	t.Run("Stop", func(t *testing.T) {
 		stopWorker()
 		deadline := time.Now().Add(15 * time.Second)
 		for {
-			resp, err := hc.Get(agentURL + "/.well-known/agent-card.json")
+			resp, err := hc.Get(m.URL + "/agents")
 			if err != nil {
 				t.Fatal(err)
 			}
+			var doc struct {
+				Status map[string]struct {
+					Workers int  `json:"workers"`
+					Queuing bool `json:"queuing"`
+				} `json:"status"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&doc)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusNotFound {
-				return
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ok := doc.Status["greeter"]
+			if !ok {
+				t.Fatal("GET /agents no longer lists the greeter after its worker stopped")
+			}
+			if st.Workers == 0 && st.Queuing {
+				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the greeter's card still answers %s 15 s after its worker stopped", resp.Status)
+				t.Fatalf("the greeter still shows %d live workers 15 s after its worker stopped", st.Workers)
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+		resp, err := hc.Get(agentURL + "/.well-known/agent-card.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the greeter's card answers %s with no worker; an agent outlives its workers", resp.Status)
 		}
 	})
 }
