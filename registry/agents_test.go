@@ -29,6 +29,7 @@ func TestAgentOutlivesItsWorkers(t *testing.T) {
 		_ = Publish(wctx, b, Entry{Agent: "sleepy", Instance: "a", Card: a2a.AgentCard{Name: "sleepy", Description: "d"}}, nil, log)
 	}()
 	waitFor(t, "sleepy's worker to be listed", func() bool { return listed(table, "sleepy") })
+	waitFor(t, "sleepy's record to reach the table", func() bool { return knows(table, "sleepy") })
 	stopWorker()
 	<-pub
 	stopped := time.Now()
@@ -87,7 +88,7 @@ func TestAgentForgottenAfterItsRetention(t *testing.T) {
 		defer close(pub)
 		_ = Publish(wctx, b, Entry{Agent: "brief", Instance: "a", Card: a2a.AgentCard{Name: "brief"}}, nil, log)
 	}()
-	waitFor(t, "brief to be listed", func() bool { return listed(table, "brief") })
+	waitFor(t, "brief to be listed", func() bool { return listed(table, "brief") && knows(table, "brief") })
 	// While a worker runs, it writes the record again (every tenth of the
 	// retention here): the agent is never forgotten.
 	time.Sleep(2 * retention)
@@ -102,4 +103,13 @@ func TestAgentForgottenAfterItsRetention(t *testing.T) {
 	waitFor(t, "brief to be forgotten", func() bool { _, ok := table.Lookup("brief"); return !ok })
 	assert.GreaterOrEqual(t, time.Since(left), retention/2, "kept for about its retention")
 	assert.Empty(t, table.Agents())
+}
+
+// knows reports whether the table holds agent's record from the agents
+// bucket (what keeps it routable without workers).
+func knows(table *Table, agent string) bool {
+	table.mu.RLock()
+	defer table.mu.RUnlock()
+	_, ok := table.known[agent]
+	return ok
 }

@@ -140,15 +140,19 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		if err != nil {
 			return err
 		}
-		// Edges hear the notice at once on core NATS, whatever becomes of
-		// the bucket write (it fails while the bucket has no quorum).
-		announce(b, e, false)
 		c, cancel := context.WithTimeout(ctx, min(beatAttempt, max(e.TTL/3, 100*time.Millisecond)))
 		defer cancel()
+		// The agent's record first: an edge that lists the instance knows
+		// its agent once its watch of the agents bucket has caught up, and
+		// a worker that dies at once leaves its agent known.
+		recErr := rec.record(c, e)
+		// Edges hear the notice at once on core NATS, whatever becomes of
+		// the bucket writes (they fail while the buckets have no quorum).
+		announce(b, e, false)
 		if _, err = kv.Put(c, key(e.Agent, e.Instance), data); err != nil {
 			return err
 		}
-		return rec.record(c, e)
+		return recErr
 	}
 	unping := answerPings(b, e.Agent, e.Instance, log)
 	defer unping()
