@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -134,6 +135,10 @@ type Bus struct {
 	// instance names this bus as their holder.
 	leases   jetstream.KeyValue
 	instance string
+
+	// kvs are the buckets OpenKV opened, by name.
+	kvMu sync.Mutex
+	kvs  map[string]KV
 }
 
 // Open ensures the streams and buckets exist (creating or updating them)

@@ -84,6 +84,30 @@ func (b *Bus) EnsureKV(ctx context.Context, want jetstream.KeyValueConfig) (jets
 	return b.directPolicy(ctx, want.Bucket, kv)
 }
 
+// OpenKV is EnsureKV once per bucket and Bus: later calls return the
+// handle the first one opened, with no round trip. For buckets a process
+// opens on a path it takes often (a send's check that its agent is known).
+func (b *Bus) OpenKV(ctx context.Context, want jetstream.KeyValueConfig) (KV, error) {
+	b.kvMu.Lock()
+	kv, ok := b.kvs[want.Bucket]
+	b.kvMu.Unlock()
+	if ok {
+		return kv, nil
+	}
+	j, err := b.EnsureKV(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	kv = WrapKV(j)
+	b.kvMu.Lock()
+	defer b.kvMu.Unlock()
+	if b.kvs == nil {
+		b.kvs = map[string]KV{}
+	}
+	b.kvs[want.Bucket] = kv
+	return kv, nil
+}
+
 // AllowDirect is whether streams and buckets answer direct gets: only on a
 // single replica. A direct get on a replicated stream may be answered by
 // any replica, including one that has not yet applied a write the caller

@@ -223,29 +223,19 @@ func (e *Edge) cardUnavailable(w http.ResponseWriter, err error) {
 	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
 }
 
-// agentList is the document of GET /agents: the cards, and what proxy
-// workers verified of their upstream cards' signatures, by agent
-// ("cardChecks", left out when no agent is a proxy).
-// agentStatus is how GET /agents says whether an agent's workers run.
-// The list holds every known agent, live or not: an agent's identity
-// (its card, its queue) outlives its workers.
-type agentStatus struct {
-	// Workers counts its live worker instances.
-	Workers int `json:"workers"`
-	// LastSeen is when a worker of it last renewed its registration.
-	LastSeen time.Time `json:"lastSeen"`
-	// Queuing: it has no live worker, so its sends wait in its queue.
-	Queuing bool `json:"queuing"`
-}
-
-func agentList(cards []a2a.AgentCard, entries []registry.Entry, workers map[string]int) map[string]any {
+// agentList is the document of GET /agents: the cards; each agent's
+// status ("status"), since the list holds every known agent, live or not
+// (an agent's identity, its card and its queue, outlives its workers);
+// and what proxy workers verified of their upstream cards' signatures, by
+// agent ("cardChecks", left out when no agent is a proxy).
+func agentList(cards []a2a.AgentCard, agents []registry.Listed) map[string]any {
 	checks := map[string]*registry.CardCheck{}
-	status := make(map[string]agentStatus, len(entries))
-	for _, en := range entries {
-		if en.CardCheck != nil {
-			checks[en.Agent] = en.CardCheck
+	status := make(map[string]registry.Status, len(agents))
+	for _, a := range agents {
+		if a.CardCheck != nil {
+			checks[a.Agent] = a.CardCheck
 		}
-		status[en.Agent] = agentStatus{Workers: workers[en.Agent], LastSeen: en.Beat.UTC(), Queuing: workers[en.Agent] == 0}
+		status[a.Agent] = a.Status
 	}
 	doc := map[string]any{"agents": cards, "status": status}
 	if len(checks) > 0 {

@@ -337,17 +337,17 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 	if e.registryLoading(w) {
 		return
 	}
-	entries := e.reg.Agents()
-	cards := make([]a2a.AgentCard, 0, len(entries))
-	for _, en := range entries {
-		c, err := e.signCard(r, e.agentCard(r, en.Agent, en.Card))
+	agents := e.reg.Listing()
+	cards := make([]a2a.AgentCard, 0, len(agents))
+	for _, a := range agents {
+		c, err := e.signCard(r, e.agentCard(r, a.Agent, a.Card))
 		if err != nil {
 			e.cardUnavailable(w, err)
 			return
 		}
 		cards = append(cards, c)
 	}
-	e.writeCached(w, r, agentList(cards, entries, e.reg.Workers()), cardMaxAge)
+	e.writeCached(w, r, agentList(cards, agents), cardMaxAge)
 }
 
 // serveMeshCard is the card of the mesh itself: one interface, /a2a,

@@ -46,16 +46,10 @@ type fleetDoc struct {
 // fleetAgent is one live agent of the fleet.
 type fleetAgent struct {
 	Name string `json:"name"`
-	// Workers counts the agent's live worker instances; 0 for a known
-	// agent none of whose workers runs now (its sends queue).
-	Workers int `json:"workers"`
-	// LastSeen is when a worker of the agent last renewed its
-	// registration.
-	LastSeen time.Time `json:"lastSeen"`
-	// Queuing says sends to the agent wait in its queue with no worker
-	// to take them: it has no live worker.
-	Queuing bool       `json:"queuing"`
-	Queue   fleetQueue `json:"queue"`
+	// Status: its live workers (0 for a known agent none of whose
+	// workers runs now), when one was last seen, whether its sends queue.
+	registry.Status
+	Queue fleetQueue `json:"queue"`
 	// Card is the agent's public card as GET /agents lists it (unsigned).
 	Card a2a.AgentCard `json:"card"`
 	// CardCheck is what the agent's proxy worker verified of its upstream
@@ -100,10 +94,9 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 		writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "the work queues cannot be read now; retry"})
 		return
 	}
-	entries := e.reg.Agents()
-	workers := e.reg.Workers()
-	doc := fleetDoc{Agents: make([]fleetAgent, 0, len(entries)), Time: time.Now().UTC()}
-	for _, en := range entries {
+	agents := e.reg.Listing()
+	doc := fleetDoc{Agents: make([]fleetAgent, 0, len(agents)), Time: time.Now().UTC()}
+	for _, en := range agents {
 		q := queues[en.Agent]
 		card := e.agentCard(r, en.Agent, en.Card)
 		issues := cardcheck.Check(&card)
@@ -111,7 +104,7 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 			issues = []cardcheck.Issue{}
 		}
 		doc.Agents = append(doc.Agents, fleetAgent{
-			Name: en.Agent, Workers: workers[en.Agent], LastSeen: en.Beat.UTC(), Queuing: workers[en.Agent] == 0,
+			Name: en.Agent, Status: en.Status,
 			Queue:     fleetQueue{Pending: q.Pending, InFlight: q.AckPending, Redelivered: q.Redelivered, DeadLetters: q.Dead},
 			Card:      card,
 			CardCheck: en.CardCheck, CardIssues: issues,

@@ -52,10 +52,11 @@ func knownRefresh(retention time.Duration) time.Duration {
 	return min(max(retention/10, 100*time.Millisecond), time.Hour)
 }
 
-// openAgents opens the agents bucket, creating it on first use.
+// openAgents opens the agents bucket, creating it on first use; once per
+// Bus.
 func openAgents(ctx context.Context, b *bus.Bus) (bus.KV, error) {
 	c := b.Config()
-	kv, err := b.EnsureKV(ctx, jetstream.KeyValueConfig{
+	kv, err := b.OpenKV(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketAgents,
 		Description: "a2amesh: agents known to the mesh and their cards, kept while their workers come and go",
 		History:     1,
@@ -66,7 +67,7 @@ func openAgents(ctx context.Context, b *bus.Bus) (bus.KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: bucket %s: %w", BucketAgents, err)
 	}
-	return bus.WrapKV(kv), nil
+	return kv, nil
 }
 
 // IsKnown reports whether agent has a record in the agents bucket: it
@@ -99,7 +100,7 @@ func Remove(ctx context.Context, b *bus.Bus, agent string) (bool, error) {
 	if err != nil || !known {
 		return false, err
 	}
-	kv, err := openAgents(ctx, b)
+	kv, err := openAgents(ctx, b) // opened by IsKnown: no round trip
 	if err != nil {
 		return false, err
 	}
@@ -146,6 +147,9 @@ func (r *recorder) record(ctx context.Context, e Entry) error {
 	r.last, r.at = same, now
 	return nil
 }
+
+// written reports whether a record was written.
+func (r *recorder) written() bool { return r.last != nil }
 
 // decodeKnown reads an agents-bucket update; ok is false for one that is
 // not a valid record.

@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"log/slog"
+	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 )
@@ -30,6 +31,9 @@ type notice struct {
 	Gone     bool   `json:"gone,omitempty"`
 	Agent    string `json:"agent,omitempty"`
 	Instance string `json:"instance,omitempty"`
+	// At is when it stopped, by its clock: heartbeats of it written
+	// before then and delivered later are stale.
+	At time.Time `json:"at,omitzero"`
 }
 
 // announce publishes e's heartbeat (gone: its clean stop) as a notice. It
@@ -38,7 +42,7 @@ type notice struct {
 func announce(b *bus.Bus, e Entry, gone bool) {
 	n := notice{Entry: &e}
 	if gone {
-		n = notice{Gone: true, Agent: e.Agent, Instance: e.Instance}
+		n = notice{Gone: true, Agent: e.Agent, Instance: e.Instance, At: time.Now()}
 	}
 	data, err := json.Marshal(n)
 	if err != nil {
@@ -57,7 +61,7 @@ func (t *Table) hearNotices(log *slog.Logger) *bus.Subscription {
 		}
 		switch {
 		case n.Gone && bus.ValidToken(n.Agent) && bus.ValidToken(n.Instance):
-			t.apply(&bus.Entry{Key: key(n.Agent, n.Instance), Deleted: true})
+			t.applyStop(n.Agent, n.Instance, n.At)
 		case n.Entry != nil:
 			raw, err := json.Marshal(n.Entry)
 			if err == nil {

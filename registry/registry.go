@@ -142,13 +142,13 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		}
 		c, cancel := context.WithTimeout(ctx, min(beatAttempt, max(e.TTL/3, 100*time.Millisecond)))
 		defer cancel()
-		// The agent's record first: an edge that lists the instance knows
-		// its agent once its watch of the agents bucket has caught up, and
-		// a worker that dies at once leaves its agent known.
-		recErr := rec.record(c, e)
 		// Edges hear the notice at once on core NATS, whatever becomes of
-		// the bucket writes (they fail while the buckets have no quorum).
+		// the bucket writes: they wait, then fail, while a bucket's stream
+		// elects a leader or has no quorum. A listed instance makes its
+		// agent routable (Routable) before the agent's record below lands;
+		// a worker stopped before that writes the record on its way out.
 		announce(b, e, false)
+		recErr := rec.record(c, e)
 		if _, err = kv.Put(c, key(e.Agent, e.Instance), data); err != nil {
 			return err
 		}
@@ -169,6 +169,13 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = kv.Delete(c, key(e.Agent, e.Instance))
 			cancel()
+			if !rec.written() && !e.Beat.IsZero() {
+				// Announced but never recorded (the agents bucket had no
+				// leader): the agent must outlive this worker all the same.
+				c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = rec.record(c, e)
+				cancel()
+			}
 			return nil
 		case <-timer.C:
 		}
@@ -286,7 +293,12 @@ type Table struct {
 	byAgent map[string]map[string]*slot // agent -> key -> entry
 	procs   map[string]*procState       // connection -> what probes found
 	buried  map[string]time.Time        // connection found gone, its entries all gone -> until when to remember it
-	seen    map[string]time.Time        // NATS server id -> when a connection on it last answered a probe
+	// stopped: instance key -> when it said it stopped (its own clock, as
+	// its heartbeats' Beat). A heartbeat written before that and
+	// delivered after the notice (a bucket write in flight at the stop)
+	// must not list the instance again. Kept for stoppedFor.
+	stopped map[string]time.Time
+	seen    map[string]time.Time // NATS server id -> when a connection on it last answered a probe
 	lost    map[string]lostAgent
 	gen     uint64
 	// known holds the agents bucket (agents.go): every agent that may be
@@ -429,7 +441,7 @@ func (t *Table) forgetLost(now time.Time) {
 // NewTable returns an empty table of the registry on b; Run fills it.
 func NewTable(b *bus.Bus) *Table {
 	return &Table{bus: b, entries: map[string]*slot{}, byAgent: map[string]map[string]*slot{},
-		procs: map[string]*procState{}, buried: map[string]time.Time{}, seen: map[string]time.Time{},
+		procs: map[string]*procState{}, buried: map[string]time.Time{}, stopped: map[string]time.Time{}, seen: map[string]time.Time{},
 		known: map[string]Known{}, ready: make(chan struct{})}
 }
 
@@ -627,6 +639,9 @@ func (t *Table) apply(u *bus.Entry) {
 	if old := t.entries[u.Key]; old != nil && old.e.Beat.After(e.Beat) {
 		return // older than what a notice (or the bucket) already gave
 	}
+	if at, ok := t.stopped[u.Key]; ok && !e.Beat.After(at) {
+		return // written before the instance said it stopped
+	}
 	t.removeLocked(u.Key)
 	t.gen++
 	s := &slot{e: e, gen: t.gen}
@@ -639,6 +654,21 @@ func (t *Table) apply(u *bus.Entry) {
 		// took longer to reconnect than the probes waited. Ask it now.
 		t.procs[e.Proc].next = now
 	}
+}
+
+// stoppedFor is how long a table remembers a clean stop heard as a
+// notice: past any bucket write in flight at the stop.
+const stoppedFor = time.Minute
+
+// applyStop is an instance's notice that it stopped at `at` (its clock).
+func (t *Table) applyStop(agent, instance string, at time.Time) {
+	k := key(agent, instance)
+	t.mu.Lock()
+	if !at.IsZero() {
+		t.stopped[k] = at
+	}
+	t.mu.Unlock()
+	t.apply(&bus.Entry{Key: k, Deleted: true})
 }
 
 // Loaded reports whether the table holds the registry and agents buckets'
@@ -717,6 +747,37 @@ func (t *Table) Agents() []Entry {
 	out := make([]Entry, len(best))
 	for i, s := range best {
 		out[i] = s.e
+	}
+	return out
+}
+
+// Status says whether a known agent's workers run. GET /agents, the
+// operator API's fleet and `a2amesh agents` all show it.
+type Status struct {
+	// Workers counts its live worker instances.
+	Workers int `json:"workers"`
+	// LastSeen is when a worker of it last renewed its registration (or
+	// wrote its agent record, for an agent with no listed instance).
+	LastSeen time.Time `json:"lastSeen"`
+	// Queuing: it has no live worker, so its sends wait in its queue for
+	// the next one.
+	Queuing bool `json:"queuing"`
+}
+
+// Listed is a known agent: its newest entry (as Agents gives it) and its
+// status.
+type Listed struct {
+	Entry
+	Status Status
+}
+
+// Listing returns every known agent with its status, sorted by name.
+func (t *Table) Listing() []Listed {
+	entries, workers := t.Agents(), t.Workers()
+	out := make([]Listed, len(entries))
+	for i, e := range entries {
+		n := workers[e.Agent]
+		out[i] = Listed{Entry: e, Status: Status{Workers: n, LastSeen: e.Beat.UTC(), Queuing: n == 0}}
 	}
 	return out
 }
@@ -836,6 +897,11 @@ func (p *prober) probeDue(ctx context.Context, now time.Time) {
 	for id, until := range t.buried {
 		if now.After(until) {
 			delete(t.buried, id)
+		}
+	}
+	for k, at := range t.stopped {
+		if now.Sub(at) > stoppedFor {
+			delete(t.stopped, k)
 		}
 	}
 	for k, s := range t.entries {

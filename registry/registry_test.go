@@ -167,3 +167,24 @@ func TestLostAgentStaysRoutableForItsGrace(t *testing.T) {
 	_, ok = table.Lookup("ghost")
 	assert.False(t, ok, "a clean stop of the last instance ends the agent at once")
 }
+
+// A heartbeat written before an instance's clean stop and delivered after
+// its stop notice (a bucket write still in flight when the worker stopped)
+// does not list the instance again; one written after does.
+func TestStopNoticeOutranksAStaleHeartbeat(t *testing.T) {
+	b := openBus(t, bus.Config{RegistryTTL: 10 * time.Second})
+	table := NewTable(b)
+	t0 := time.Now()
+	beat := func(at time.Time) *bus.Entry {
+		return fakeEntry{key: "late.x", e: Entry{Agent: "late", Instance: "x", Card: a2a.AgentCard{Name: "late"},
+			TTL: 10 * time.Second, Beat: at}}.entry()
+	}
+	table.apply(beat(t0))
+	require.Equal(t, 1, table.Workers()["late"])
+	table.applyStop("late", "x", t0.Add(time.Second))
+	require.Zero(t, table.Workers()["late"], "a stop notice ends the instance at once")
+	table.apply(beat(t0.Add(500 * time.Millisecond)))
+	assert.Zero(t, table.Workers()["late"], "a heartbeat from before the stop is stale")
+	table.apply(beat(t0.Add(2 * time.Second)))
+	assert.Equal(t, 1, table.Workers()["late"], "a heartbeat from after the stop lists it")
+}

@@ -124,12 +124,10 @@ func removeAgent(ctx context.Context, b *bus.Bus, agent string, force bool, out 
 
 // agentRow is one agent as list prints it.
 type agentRow struct {
-	Name     string    `json:"name"`
-	Workers  int       `json:"workers"`
-	Queued   uint64    `json:"queued"`
-	InFlight uint64    `json:"inFlight"`
-	LastSeen time.Time `json:"lastSeen"`
-	Queuing  bool      `json:"queuing"`
+	Name string `json:"name"`
+	registry.Status
+	Queued   uint64 `json:"queued"`
+	InFlight uint64 `json:"inFlight"`
 }
 
 func listAgents(ctx context.Context, b *bus.Bus, asJSON bool, out io.Writer) error {
@@ -154,12 +152,10 @@ func listAgents(ctx context.Context, b *bus.Bus, asJSON bool, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	workers := table.Workers()
 	var rows []agentRow
-	for _, e := range table.Agents() {
-		q := queues[e.Agent]
-		rows = append(rows, agentRow{Name: e.Agent, Workers: workers[e.Agent], Queued: q.Pending, InFlight: q.AckPending,
-			LastSeen: e.Beat.UTC(), Queuing: workers[e.Agent] == 0})
+	for _, a := range table.Listing() {
+		q := queues[a.Agent]
+		rows = append(rows, agentRow{Name: a.Agent, Status: a.Status, Queued: q.Pending, InFlight: q.AckPending})
 	}
 	if asJSON {
 		enc := json.NewEncoder(out)

@@ -35,6 +35,8 @@ func runBench(ctx context.Context, args []string) error {
 			return runBenchRegistry(ctx, args[1:])
 		case "chaos":
 			return runBenchChaos(ctx, args[1:])
+		case "fleet":
+			return runBenchFleet(ctx, args[1:])
 		case "list":
 			return runBenchList(ctx, args[1:])
 		case "streams":
@@ -56,6 +58,7 @@ func runBench(ctx context.Context, args []string) error {
 			"  a2amesh bench scale      throughput as workers are added to one agent\n"+
 			"  a2amesh bench registry   how long workers take to join and leave the registry\n"+
 			"  a2amesh bench chaos      faults under load, then a check of every task\n"+
+			"  a2amesh bench fleet      scale from zero, registry across NATS restarts, rolling restarts\n"+
 			"  a2amesh bench list       ListTasks latency as the retained tasks grow\n"+
 			"  a2amesh bench streams    open SSE streams on one edge: memory, CPU, event latency\n"+
 			"  a2amesh bench ratelimit  one principal's calls admitted across 1, 2, 4 edges vs the rate limit\n"+

@@ -85,6 +85,8 @@ type Config struct {
 	ServerScan string
 	// The fleet (default 2 edges, 2 echo and 2 slow workers, R3).
 	Edges, EchoWorkers, SlowWorkers, Replicas int
+	// EdgeArgs are more flags for every edge (the figures' --drain).
+	EdgeArgs []string
 	// LogLevel of the roles (default info); TailBytes of each role's
 	// output kept for the report (default 256 KiB).
 	LogLevel  string

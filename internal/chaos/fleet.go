@@ -29,6 +29,7 @@ type fleet struct {
 	nats    []*member
 	edges   []*member
 	workers []*member
+	extra   []*member // workers the caller starts and stops (addWorker)
 	all     []*member
 	urls    []string // NATS client URLs
 	proxies *routeProxies
@@ -121,19 +122,11 @@ func newFleet(cfg *Config, dir string, t0 time.Time) (*fleet, error) {
 				"--cluster", clusterName, "--listen-cluster", routeAddrs[i], "--routes", strings.Join(routes, ","), "--log-level", logLevel}}
 		f.nats = append(f.nats, m)
 	}
-	// Each role lists every node, starting at a different one, so their
-	// connections spread over the cluster.
-	natsList := func(k int) string {
-		var l []string
-		for i := range f.urls {
-			l = append(l, f.urls[(k+i)%len(f.urls)])
-		}
-		return strings.Join(l, ",")
-	}
+	natsList := f.natsList
 	replicas := fmt.Sprint(cfg.Replicas)
 	for i := 0; i < cfg.Edges; i++ {
 		m := &member{Name: fmt.Sprintf("edge-%d", i), Role: RoleEdge, bin: cfg.Bin, baseURL: "http://" + edgeAddrs[i],
-			args: []string{"edge", "--nats", natsList(i), "--replicas", replicas, "--listen", edgeAddrs[i], "--log-level", logLevel}}
+			args: append([]string{"edge", "--nats", natsList(i), "--replicas", replicas, "--listen", edgeAddrs[i], "--log-level", logLevel}, cfg.EdgeArgs...)}
 		f.edges = append(f.edges, m)
 	}
 	k := 0
@@ -157,6 +150,28 @@ func newFleet(cfg *Config, dir string, t0 time.Time) (*fleet, error) {
 }
 
 func (f *fleet) since() time.Duration { return time.Since(f.t0) }
+
+// natsList lists every node's URL starting at node k: each role starts at
+// a different one, so their connections spread over the cluster.
+func (f *fleet) natsList(k int) string {
+	var l []string
+	for i := range f.urls {
+		l = append(l, f.urls[(k+i)%len(f.urls)])
+	}
+	return strings.Join(l, ",")
+}
+
+// addWorker adds a worker slot that the fleet does not start: the caller
+// starts and stops it. args follow "worker --nats ... --replicas ...".
+func (f *fleet) addWorker(name, agent string, args ...string) *member {
+	m := &member{Name: name, Role: RoleWorker, Agent: agent, bin: f.cfg.Bin,
+		args: append([]string{"worker", "--nats", f.natsList(len(f.workers)), "--replicas", fmt.Sprint(f.cfg.Replicas),
+			"--log-level", f.cfg.LogLevel}, args...)}
+	m.log = newLogSink(f.t0, f.cfg.TailBytes)
+	f.extra = append(f.extra, m)
+	f.all = append(f.all, m)
+	return m
+}
 
 // onExit records a role that ended on its own and starts it again (the
 // run goes on: one exit is one violation, not the end of the test).
@@ -369,7 +384,7 @@ func (f *fleet) close() {
 	f.restarts.Wait()
 	var wg sync.WaitGroup
 	// Edges and workers first, so they do not log a cluster going away.
-	for _, group := range [][]*member{append(append([]*member(nil), f.edges...), f.workers...), f.nats} {
+	for _, group := range [][]*member{append(append(append([]*member(nil), f.edges...), f.workers...), f.extra...), f.nats} {
 		for _, m := range group {
 			wg.Add(1)
 			go func() {

@@ -130,6 +130,19 @@ func (s *logSink) lastOf(pid int) string {
 	return ""
 }
 
+// loggedAt is the time field of the first line of pid that contains msg
+// (the role's own clock: the same machine's).
+func (s *logSink) loggedAt(pid int, msg string) (time.Time, bool) {
+	tag := fmt.Sprintf("[%d] ", pid)
+	for _, l := range strings.Split(s.Tail(), "\n") {
+		if strings.Contains(l, tag) && strings.Contains(l, msg) {
+			t, err := time.Parse(time.RFC3339Nano, logfmtField(l, "time="))
+			return t, err == nil
+		}
+	}
+	return time.Time{}, false
+}
+
 // Tail is the kept output.
 func (s *logSink) Tail() string {
 	s.mu.Lock()
