@@ -28,6 +28,11 @@ const (
 	// limit (HTTP 429), distinct from -32000 so a client can tell "slow
 	// down" apart from "retry".
 	CodeRateLimited = -32029
+	// CodePermissionDenied answers a call the access policy does not
+	// allow its caller (HTTP 403, gRPC PERMISSION_DENIED). A2A leaves the
+	// JSON-RPC code to the implementation; this is the one the A2A Go SDK
+	// reads as its ErrUnauthorized.
+	CodePermissionDenied = -31403
 )
 
 // Error is a JSON-RPC error object. Its Message is always safe to show a
@@ -69,6 +74,7 @@ var (
 	ErrExtensionSupportRequired     = &Error{Code: CodeExtensionSupportRequired, Message: "Extension support required"}
 	ErrVersionNotSupported          = &Error{Code: CodeVersionNotSupported, Message: "A2A version not supported"}
 	ErrServerBusy                   = &Error{Code: CodeServerBusy, Message: "Server busy, retry later"}
+	ErrPermissionDenied             = &Error{Code: CodePermissionDenied, Message: "Permission denied"}
 )
 
 // AsError maps any error to the JSON-RPC error a remote caller may see.
@@ -153,8 +159,9 @@ type Status struct {
 // follow the spec's table; of the others, invalid input is 400
 // INVALID_ARGUMENT, an unknown method 501 UNIMPLEMENTED, -32000 (the mesh
 // is briefly unavailable: a failover, a full store, an edge starting) 503
-// UNAVAILABLE, the rate limit's -32029 429 RESOURCE_EXHAUSTED, and
-// anything else 500 INTERNAL.
+// UNAVAILABLE, the rate limit's -32029 429 RESOURCE_EXHAUSTED, a denial
+// by the access policy (-31403) 403 PERMISSION_DENIED, and anything else
+// 500 INTERNAL.
 func (e *Error) Status() Status {
 	st := Status{HTTP: 500, GRPC: "INTERNAL"}
 	switch e.Code {
@@ -171,6 +178,8 @@ func (e *Error) Status() Status {
 		st = Status{HTTP: 503, GRPC: "UNAVAILABLE"}
 	case CodeRateLimited:
 		st = Status{HTTP: 429, GRPC: "RESOURCE_EXHAUSTED"}
+	case CodePermissionDenied:
+		st = Status{HTTP: 403, GRPC: "PERMISSION_DENIED"}
 	}
 	st.Reason = errorReasons[e.Code]
 	return st

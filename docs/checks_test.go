@@ -250,7 +250,32 @@ func examplesChecks() []*check {
 				t.Errorf("echo should have 1 worker: %s", r.out)
 			}
 		}},
-		{file: "docs/configuration.md", match: re(`^curl .*(x-api-key|Bearer)`), fn: func(t *testing.T, s *session, r result) {
+		// docs/configuration.md: access policy. Alice's send to echo
+		// completes (her send to upper is the example's -31403); olga, an
+		// operator by her key's roles=, reads the fleet, and alice may not.
+		{file: "docs/configuration.md", match: re(`^curl .*x-api-key: alice.*"method":"SendMessage".*"p1"`), fn: func(t *testing.T, s *session, r result) {
+			wantState(t, taskOf(r.rpc["result"]), "TASK_STATE_COMPLETED")
+		}},
+		{file: "docs/configuration.md", match: re(`^curl -sf localhost:8080/ops/v1/fleet -H 'x-api-key: olga`), fn: func(t *testing.T, s *session, r result) {
+			names := map[string]bool{}
+			for _, a := range jsonOf(t, r.out)["agents"].([]any) {
+				names[a.(map[string]any)["name"].(string)] = true
+			}
+			if !names["echo"] || !names["upper"] {
+				t.Errorf("the operator's fleet lacks echo or upper: %s", r.out)
+			}
+			req, _ := http.NewRequest(http.MethodGet, s.edge+"/ops/v1/fleet", nil)
+			req.Header.Set("X-Api-Key", "alice-secret-0123456789")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("alice's fleet read got HTTP %d, want 403 (no ops action)", resp.StatusCode)
+			}
+		}},
+		{file: "docs/configuration.md", match: re(`^curl .*(x-api-key|Bearer).*"method":"message/send"`), fn: func(t *testing.T, s *session, r result) {
 			wantState(t, taskOf(r.rpc["result"]), "completed")
 			// And without the credential, the same call is refused.
 			resp, err := http.Post(s.edge+"/agents/echo", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`))

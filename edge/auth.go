@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/a2amesh/a2amesh/policy"
 )
 
 // Auth holds the credentials an edge accepts and the principal each one
@@ -22,6 +24,9 @@ type Auth struct {
 	// skills holds the skills= patterns of the principals that have them
 	// (ParseAuthText): what they see of extended cards' extra skills.
 	skills map[string]map[string]bool
+	// roles holds the roles= of the principals that have them: the
+	// grants the access policy's role:NAME rules match (package policy).
+	roles map[string][]string
 }
 
 // APIKeyHeader is the header an API key travels in.
@@ -94,6 +99,9 @@ type Credentials struct {
 	// principal sees only those matched. A principal absent here sees all
 	// of them.
 	Skills map[string][]string
+	// Roles maps a principal to the roles= its lines give: what the
+	// access policy's role:NAME rules match (package policy).
+	Roles map[string][]string
 }
 
 // ParseAuthText reads an auth file: lines of "principal secret" as
@@ -120,8 +128,22 @@ func ParseAuthText(text string) (Credentials, error) {
 		out.Secrets[principal] = append(out.Secrets[principal], fields[0])
 		for _, f := range fields[1:] {
 			k, v, _ := strings.Cut(f, "=")
+			if k == "roles" {
+				list, err := parseRoleList(v)
+				if err != nil {
+					return Credentials{}, fmt.Errorf("auth: line %d: %w", n, err)
+				}
+				if out.Roles == nil {
+					out.Roles = map[string][]string{}
+				}
+				if prev, dup := out.Roles[principal]; dup && !slices.Equal(prev, list) {
+					return Credentials{}, fmt.Errorf("auth: line %d: principal %s has another roles= on an earlier line", n, principal)
+				}
+				out.Roles[principal] = list
+				continue
+			}
 			if k != "skills" {
-				return Credentials{}, fmt.Errorf("auth: line %d: unknown field %q after the secret (want skills=LIST)", n, trunc(f, 32))
+				return Credentials{}, fmt.Errorf("auth: line %d: unknown field %q after the secret (want skills=LIST or roles=LIST)", n, trunc(f, 32))
 			}
 			list, err := parseSkillList(v)
 			if err != nil {
@@ -137,6 +159,19 @@ func ParseAuthText(text string) (Credentials, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// parseRoleList reads the LIST of roles=LIST: comma-separated role names.
+func parseRoleList(v string) ([]string, error) {
+	var list []string
+	for _, r := range strings.Split(v, ",") {
+		if r == "" || len(r) > 128 {
+			return nil, errors.New("roles= wants a comma-separated list of role names (1-128 characters each)")
+		}
+		list = append(list, r)
+	}
+	slices.Sort(list)
+	return slices.Compact(list), nil
 }
 
 // parseSkillList reads the LIST of skills=LIST: sorted patterns, none for
@@ -185,6 +220,14 @@ func NewAuthFrom(c Credentials) (*Auth, error) {
 	if err != nil {
 		return nil, err
 	}
+	for p, list := range c.Roles {
+		if _, ok := c.Secrets[p]; ok {
+			if a.roles == nil {
+				a.roles = map[string][]string{}
+			}
+			a.roles[p] = list
+		}
+	}
 	for p, list := range c.Skills {
 		if _, ok := c.Secrets[p]; !ok {
 			continue
@@ -221,6 +264,15 @@ func cutAny(s, seps string) (before, after string, ok bool) {
 		return s[:i], s[i+1:], true
 	}
 	return s, "", false
+}
+
+// Caller is the caller a principal of this auth is: its name and its
+// roles= (the grants the access policy matches).
+func (a *Auth) Caller(principal string) policy.Caller {
+	if a == nil {
+		return policy.Caller{Principal: principal}
+	}
+	return policy.Caller{Principal: principal, Grants: a.roles[principal]}
 }
 
 // Authenticate returns the principal whose credential r carries. ok is

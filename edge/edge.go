@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/console"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/service"
@@ -56,6 +57,11 @@ type Config struct {
 	MeshDescription string
 	// Auth decides who may call (nil: anyone, as one anonymous principal).
 	Auth *Auth
+	// Policy decides what each caller may do to which agent (package
+	// policy): the service asks it for every call of every binding, and
+	// GET /agents, the mesh card and the operator API show each caller
+	// only the agents it may see. nil: every caller may do everything.
+	Policy *policy.File
 	// Limits bounds what each principal may ask of the edge (limit.go).
 	Limits Limits
 	// Push configures push notifications (push.go): NewPushDeliverer makes
@@ -162,6 +168,7 @@ func New(cfg Config) *Edge {
 		PushStore:       e.pushStore,
 		FailoverBudget:  e.failoverBudget,
 		SkillVisible:    cfg.Auth.skillVisible(),
+		Policy:          cfg.Policy,
 		Logger:          cfg.Logger,
 	})
 	e.routes()
@@ -337,7 +344,7 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 	if e.registryLoading(w) {
 		return
 	}
-	agents := e.reg.Listing()
+	agents := e.visible(r, e.reg.Listing())
 	cards := make([]a2a.AgentCard, 0, len(agents))
 	for _, a := range agents {
 		c, err := e.signCard(r, e.agentCard(r, a.Agent, a.Card))
@@ -347,7 +354,34 @@ func (e *Edge) serveAgents(w http.ResponseWriter, r *http.Request) {
 		}
 		cards = append(cards, c)
 	}
+	if e.cfg.Policy != nil {
+		w.Header().Set("Vary", "Authorization, X-Api-Key") // the list depends on the caller
+	}
 	e.writeCached(w, r, agentList(cards, agents), cardMaxAge)
+}
+
+// visible keeps the agents the request's caller may see under the access
+// policy (all of them without one). Card routes are public: a request
+// that carries a valid credential is its principal's, any other is
+// anonymous, and sees the agents a "*" rule names.
+func (e *Edge) visible(r *http.Request, agents []registry.Listed) []registry.Listed {
+	pol := e.cfg.Policy.Policy()
+	if pol == nil {
+		return agents
+	}
+	caller := callerFrom(r.Context())
+	if caller.Principal == "" && e.cfg.Auth != nil {
+		if p, ok := e.cfg.Auth.Authenticate(r); ok {
+			caller = e.cfg.Auth.Caller(p)
+		}
+	}
+	out := agents[:0:0]
+	for _, a := range agents {
+		if pol.Sees(caller, a.Agent) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // serveMeshCard is the card of the mesh itself: one interface, /a2a,
@@ -358,7 +392,10 @@ func (e *Edge) serveMeshCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := e.baseURL(r)
-	entries := e.reg.Agents()
+	entries := e.visible(r, e.reg.Listing())
+	if e.cfg.Policy != nil {
+		w.Header().Set("Vary", "Authorization, X-Api-Key")
+	}
 	skills := make([]a2a.AgentSkill, 0, len(entries))
 	for _, en := range entries {
 		skills = append(skills, a2a.AgentSkill{

@@ -230,7 +230,7 @@ func (s *grpcService) admit(ctx context.Context, e *Edge) (context.Context, erro
 				"Authentication required: send an API key in metadata x-api-key or authorization: Bearer <key>")}
 		}
 		principal = p
-		ctx = context.WithValue(ctx, principalKey{}, p)
+		ctx = withCaller(ctx, e.cfg.Auth.Caller(p))
 	}
 	addr := ""
 	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
@@ -283,7 +283,8 @@ func (e *Edge) beginGRPC(ctx context.Context, svc, method string, req any) (cont
 		attribute.String("rpc.method", method),
 	)
 	c := &call{span: span, version: a2a.V10}
-	c.sc = &service.Call{Principal: principalFrom(ctx), Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
+	caller := callerFrom(ctx)
+	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
 		Log: e.log.With("method", method, "binding", "grpc"), OnAgent: c.traced, OnTask: c.taskTraced}
 	return service.WithCall(ctx, c.sc), c
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/policy"
 )
 
 // The HTTP middleware every A2A transport of the edge runs its calls
@@ -76,15 +77,24 @@ func (e *Edge) countRequests(ref refusals, h http.Handler) http.Handler {
 	})
 }
 
-// principalKey is the context key of the authenticated principal.
-type principalKey struct{}
+// callerKey is the context key of the authenticated caller.
+type callerKey struct{}
+
+// withCaller returns ctx carrying c.
+func withCaller(ctx context.Context, c policy.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerFrom is the caller authenticate found for the request (the zero
+// Caller when the edge has no auth).
+func callerFrom(ctx context.Context) policy.Caller {
+	c, _ := ctx.Value(callerKey{}).(policy.Caller)
+	return c
+}
 
 // principalFrom is the principal authenticate found for the request ("" when
 // the edge has no auth).
-func principalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
-}
+func principalFrom(ctx context.Context) string { return callerFrom(ctx).Principal }
 
 // authenticate answers a request without valid credentials with 401 and a
 // challenge for each accepted scheme, before its body is read; it passes
@@ -99,7 +109,7 @@ func (e *Edge) authenticate(ref refusals, h http.Handler) http.Handler {
 			unauthorized(w, ref)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), e.cfg.Auth.Caller(p))))
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/cardcheck"
+	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/service"
 )
@@ -94,9 +95,17 @@ func (e *Edge) serveFleet(w http.ResponseWriter, r *http.Request) {
 		writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "the work queues cannot be read now; retry"})
 		return
 	}
+	caller, pol := callerFrom(r.Context()), e.cfg.Policy.Policy()
+	if !pol.AllowsAny(caller, policy.Ops) {
+		writeOps(w, http.StatusForbidden, map[string]string{"error": "permission denied: the access policy grants this caller the ops action on no agent"})
+		return
+	}
 	agents := e.reg.Listing()
 	doc := fleetDoc{Agents: make([]fleetAgent, 0, len(agents)), Time: time.Now().UTC()}
 	for _, en := range agents {
+		if !pol.Allows(caller, policy.Ops, en.Agent) {
+			continue
+		}
 		q := queues[en.Agent]
 		card := e.agentCard(r, en.Agent, en.Card)
 		issues := cardcheck.Check(&card)
@@ -174,8 +183,7 @@ func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// GetTask decides what the caller may see: its own tasks only.
 	zero := 0
-	call := service.WithCall(ctx, &service.Call{Principal: principalFrom(r.Context()), Version: a2a.V10})
-	t, err := e.svc.GetTask(call, &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	t, err := e.svc.GetTask(opsCall(ctx, r), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
 	if err != nil {
 		ae := a2a.AsError(err)
 		writeOps(w, ae.Status().HTTP, map[string]string{"error": ae.Message})
@@ -193,6 +201,13 @@ func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
 		doc.Events = append(doc.Events, taskEvent{Seq: ev.Seq, Time: ev.Time.UTC(), Event: ev.Resp})
 	}
 	writeOpsDoc(w, r, doc)
+}
+
+// opsCall is the service call of an operator API request: its caller, on
+// the mesh endpoint (a task is found whichever agent has it), in 1.0.
+func opsCall(ctx context.Context, r *http.Request) context.Context {
+	caller := callerFrom(r.Context())
+	return service.WithCall(ctx, &service.Call{Principal: caller.Principal, Grants: caller.Grants, Version: a2a.V10})
 }
 
 // writeOps writes an operator API answer: JSON, never cached.

@@ -15,7 +15,6 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/push"
-	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/taskstore"
 	"github.com/a2amesh/a2amesh/tracing"
 )
@@ -34,8 +33,7 @@ func (e *Edge) opsTaskRoutes(guard func(http.HandlerFunc) http.Handler) {
 // itself (404 for a task that is not the caller's); nil when it did.
 func (e *Edge) ownTask(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) *a2a.Task {
 	zero := 0
-	call := service.WithCall(ctx, &service.Call{Principal: principalFrom(r.Context()), Version: a2a.V10})
-	t, err := e.svc.GetTask(call, &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	t, err := e.svc.GetTask(opsCall(ctx, r), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
 	if err != nil {
 		ae := a2a.AsError(err)
 		writeOps(w, ae.Status().HTTP, map[string]string{"error": ae.Message})

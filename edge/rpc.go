@@ -40,7 +40,7 @@ type call struct {
 // limit and the body limit are middleware around it (middleware.go,
 // rpcHandler).
 func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
-	principal := principalFrom(r.Context())
+	caller := callerFrom(r.Context())
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		if bodyTooLarge(w, err, rpcRefusals{}) {
@@ -89,7 +89,7 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.version = version
-	c.sc = &service.Call{Principal: principal, Agent: r.PathValue("name"), Version: version,
+	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Agent: r.PathValue("name"), Version: version,
 		Extensions: requestedExtensions(r.Header), Legacy02: isLegacySend(req.Method), Log: lazylog.New(e.log).With("method", req.Method),
 		OnAgent: c.traced, OnTask: c.taskTraced}
 	e.dispatch(c)

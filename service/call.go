@@ -3,10 +3,12 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
@@ -20,6 +22,9 @@ type Call struct {
 	// anyone). A task belongs to the principal that created it, and only
 	// it sees the task.
 	Principal string
+	// Grants are the caller's scopes or roles, which the access policy
+	// matches (Config.Policy; package policy).
+	Grants []string
 	// Agent is the agent the transport's route names (/agents/{name});
 	// empty for the mesh endpoint, where the request's tenant names the
 	// agent, or else a call on a task finds it whichever agent owns it.
@@ -131,11 +136,21 @@ var errRegistryLoading = a2a.ErrServerBusy.With("this edge is starting: the agen
 // agent's tasks. The task must still belong to the caller: a task of
 // another principal leaves the call on the default agent, where the
 // method answers "Task not found" as for any task it cannot see.
-func (s *Service) resolve(ctx context.Context, tenant, taskID string, send bool) (*Call, error) {
+//
+// The access policy (Config.Policy) then decides whether the caller may do
+// act to that agent, before the agent's existence is checked (a denied
+// caller learns nothing of which agents exist) and before any work is
+// recorded. A call with no agent yet (ListTasks across agents) is
+// filtered by the method.
+func (s *Service) resolve(ctx context.Context, act policy.Action, tenant, taskID string) (*Call, error) {
+	send := act == policy.Send
 	c := CallFrom(ctx)
 	c.logger(s.log)
 	if err := s.route(ctx, c, tenant, taskID); err != nil {
 		return c, err
+	}
+	if c.agent != "" && !s.allows(c, act, c.agent) {
+		return c, denied(c, act, c.agent)
 	}
 	if c.agent != "" && !bus.ValidToken(c.agent) {
 		return c, a2a.ErrInvalidParams.With("unknown agent %q", trunc(c.agent, 64))
@@ -201,4 +216,31 @@ func (s *Service) routeByTask(ctx context.Context, c *Call, id string) error {
 	}
 	c.agent, c.routed = rec.Agent, rec
 	return nil
+}
+
+// allows reports whether the access policy lets c's caller do act to agent.
+func (s *Service) allows(c *Call, act policy.Action, agent string) bool {
+	return s.cfg.Policy.Policy().Allows(policy.Caller{Principal: c.Principal, Grants: c.Grants}, act, agent)
+}
+
+// actionWords say an action in a denial's message.
+var actionWords = map[policy.Action]string{
+	policy.Send:         "send to",
+	policy.Read:         "read the tasks of",
+	policy.Cancel:       "cancel the tasks of",
+	policy.Push:         "configure push notifications for",
+	policy.ExtendedCard: "read the extended card of",
+	policy.Ops:          "use the operator API on",
+	policy.Audit:        "read the audit log of",
+}
+
+// denied is the answer to a call the policy does not allow: it says who,
+// which action and which agent, nothing else (SHOULD of A2A §3.3.2).
+func denied(c *Call, act policy.Action, agent string) *a2a.Error {
+	who := "an unauthenticated caller"
+	if c.Principal != "" {
+		who = fmt.Sprintf("principal %q", trunc(c.Principal, 64))
+	}
+	return a2a.ErrPermissionDenied.With("Permission denied: %s may not %s agent %q (action %q of the access policy)",
+		who, actionWords[act], trunc(agent, 64), act)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/push"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	Store  *taskstore.Store
 	Agents Agents
 	Tasks  *taskstore.Lifecycle
+	// Policy decides which caller may do what to which agent (package
+	// policy); nil: every caller may do everything, as without a policy.
+	Policy *policy.File
 	// DefaultAgent serves calls that name no agent and no task.
 	DefaultAgent string
 	// BlockingTimeout bounds how long SendMessage waits for its task to

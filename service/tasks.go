@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 // GetTask returns a task of the caller, its history trimmed to the
 // request's historyLength.
 func (s *Service) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.Task, err error) {
-	c, err := s.resolve(ctx, req.Tenant, req.ID, false)
+	c, err := s.resolve(ctx, policy.Read, req.Tenant, req.ID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func (s *Service) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.
 // to the log at once (so it holds whatever the worker does), then the
 // worker holding the task is told to stop.
 func (s *Service) CancelTask(ctx context.Context, req *a2a.TaskIDRequest) (_ *a2a.Task, err error) {
-	c, err := s.resolve(ctx, req.Tenant, req.ID, false)
+	c, err := s.resolve(ctx, policy.Cancel, req.Tenant, req.ID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ var (
 // ListTasks returns the caller's tasks (of the addressed agent when the
 // call names one), newest status first, with cursor paging.
 func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *a2a.ListTasksResponse, err error) {
-	c, err := s.resolve(ctx, req.Tenant, "", false)
+	c, err := s.resolve(ctx, policy.Read, req.Tenant, "")
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -129,6 +130,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		switch {
 		case r.Owner != c.Principal:
 		case c.pinned && r.Agent != c.agent:
+		case !c.pinned && !s.allows(c, policy.Read, r.Agent): // the policy filters a list across agents
 		case r.Task.IsReply(): // a message reply: the client never saw the task
 		case req.ContextID != "" && r.Task.ContextID != req.ContextID:
 		case state != "" && r.Task.Status.State != state:
@@ -145,6 +147,9 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	// task, which is then read to decide.
 	passes := func(e taskstore.IndexEntry) bool {
 		if state != "" && e.State != state {
+			return false
+		}
+		if !c.pinned && !s.allows(c, policy.Read, e.Agent) {
 			return false
 		}
 		// The message that set the status was written after the status
@@ -231,7 +236,7 @@ func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if err != nil {
 		return nil, err
 	}
-	filtered := state != "" || !after.IsZero()
+	filtered := state != "" || !after.IsZero() || (!c.pinned && s.cfg.Policy.Policy() != nil)
 	total, estimated := carried, carried >= 0
 	if !estimated {
 		sample.whole = before == 0 && !stopped

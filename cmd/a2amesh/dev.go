@@ -60,6 +60,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	go watchPolicy(ctx, ecfg.Policy)
 	stopTracing, err := startTracing(ctx, tracing.ServiceDev, log)
 	if err != nil {
 		return err

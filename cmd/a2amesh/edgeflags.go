@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/registry"
 )
 
@@ -23,6 +27,7 @@ type edgeFlags struct {
 	strictCards                           *bool
 	cardKeys                              *string
 	authFile                              *string
+	policyFile                            *string
 	rateLimit                             *float64
 	rateBurst                             *int
 	rateScope                             *string
@@ -94,6 +99,7 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		push:            addPushFlags(fs),
 		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop, for workers of releases that do not record their agent; agents of this release stay known for --agent-retention whatever their workers do; 0 turns it off (env A2AMESH_LOST_GRACE)"),
 		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
+		policyFile:      fs.String("policy", envOr("A2AMESH_POLICY", ""), "access policy: a file of \"allow WHO AGENTS ACTIONS\" rules saying which principals, scopes or roles may send, read, cancel, configure push, read the extended card of, or use the operator API on which agents; what no rule allows is denied (403, PERMISSION_DENIED, JSON-RPC -31403). Read again when it changes or on SIGHUP; a change that does not parse keeps the policy in force and is logged; a file that does not parse at start stops the edge (env A2AMESH_POLICY; default: none, every caller may do everything; docs/configuration.md#access-policy)"),
 		console:         fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
 		jaegerUI:        fs.String("jaeger-ui", envOr("A2AMESH_JAEGER_UI", ""), "base URL of a Jaeger UI (e.g. http://127.0.0.1:16686): the console's task view links to the task's trace there (env A2AMESH_JAEGER_UI; default: no link)"),
 		jaegerQuery:     fs.String("jaeger-query", envOr("A2AMESH_JAEGER_QUERY", ""), "base URL of Jaeger's HTTP query API (e.g. http://127.0.0.1:16686): the edge reads a task's spans from it for the console's trace waterfall, GET /ops/v1/tasks/{id}/trace (env A2AMESH_JAEGER_QUERY; default: no waterfall)"),
@@ -171,10 +177,36 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	} else {
 		log.Info("auth off: any client may call (--auth-file or A2AMESH_API_KEYS turn it on)")
 	}
+	if *f.policyFile != "" {
+		if c.Policy, err = policy.Load(*f.policyFile, log); err != nil {
+			return c, fmt.Errorf("--policy: %w", err)
+		}
+		log.Info("access policy on: what no rule allows is denied", "policy", *f.policyFile, "rules", c.Policy.Policy().Rules())
+	}
 	if *f.metrics {
 		c.Metrics = newMetrics()
 	}
 	return c, nil
+}
+
+// watchPolicy applies the policy file's changes (read every 2 s) and
+// reads it again on SIGHUP, until ctx ends.
+func watchPolicy(ctx context.Context, f *policy.File) {
+	if f == nil {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go f.Watch(ctx, 0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_ = f.Reload()
+		}
+	}
 }
 
 // envFloat reads a number from the environment, def when unset or bad.
@@ -192,7 +224,7 @@ func envFloat(key string, def float64) float64 {
 // read gets a warning on log.
 func loadAuth(file, list string, log *slog.Logger) (*edge.Auth, error) {
 	creds := map[string][]string{}
-	var skills map[string][]string // skills= of the file's lines
+	var skills, roles map[string][]string // skills= and roles= of the file's lines
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -202,7 +234,7 @@ func loadAuth(file, list string, log *slog.Logger) (*edge.Auth, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--auth-file %s: %w", file, err)
 		}
-		creds, skills = parsed.Secrets, parsed.Skills
+		creds, skills, roles = parsed.Secrets, parsed.Skills, parsed.Roles
 		if len(creds) == 0 {
 			return nil, fmt.Errorf("--auth-file %s: no credentials in it (want \"principal secret\" lines); refusing to start without auth when auth was asked for", file)
 		}
@@ -226,7 +258,7 @@ func loadAuth(file, list string, log *slog.Logger) (*edge.Auth, error) {
 	if len(creds) == 0 {
 		return nil, nil
 	}
-	return edge.NewAuthFrom(edge.Credentials{Secrets: creds, Skills: skills})
+	return edge.NewAuthFrom(edge.Credentials{Secrets: creds, Skills: skills, Roles: roles})
 }
 
 // grace is the registry table's LostGrace the flags ask for.

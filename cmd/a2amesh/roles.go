@@ -406,6 +406,7 @@ func runEdge(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	go watchPolicy(ctx, cfg.Policy)
 	if err := cfg.Push.Check(); err != nil {
 		return err
 	}
