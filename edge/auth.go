@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/policy"
+	"github.com/a2amesh/a2amesh/tokens"
 )
 
 // Auth holds the credentials an edge accepts and the principal each one
@@ -311,6 +313,7 @@ const codeUnauthenticated = -32000
 const (
 	schemeAPIKey = "apiKey"
 	schemeBearer = "bearer"
+	schemeOIDC   = "openIdConnect"
 )
 
 // cardSecurity returns the securitySchemes and security requirements a card
@@ -319,26 +322,42 @@ const (
 // httpAuthSecurityScheme) and the 0.3 fields (type, in, name, scheme) side
 // by side; 1.0 requirements are securityRequirements ({"schemes": {name:
 // {"list": []}}}), 0.3 ones security ({name: []}). Either scheme suffices.
-func cardSecurity() (schemes map[string]map[string]any, reqs10 []map[string]any, reqs03 []map[string][]string) {
-	schemes = map[string]map[string]any{
-		schemeAPIKey: {
+//
+// With API keys: apiKey (the header) and bearer (the same key as a bearer
+// credential). With an OpenID Connect issuer: openIdConnect (its discovery
+// URL, where clients find its token endpoint) and bearer (a JWT).
+func (id identity) cardSecurity() (schemes map[string]map[string]any, reqs10 []map[string]any, reqs03 []map[string][]string) {
+	schemes = map[string]map[string]any{}
+	add := func(name string, scheme map[string]any) {
+		schemes[name] = scheme
+		reqs10 = append(reqs10, map[string]any{"schemes": map[string]any{name: map[string]any{"list": []string{}}}})
+		reqs03 = append(reqs03, map[string][]string{name: {}})
+	}
+	bearer := "the same credential as a bearer token"
+	if id.keys != nil {
+		add(schemeAPIKey, map[string]any{
 			"apiKeySecurityScheme": map[string]any{"location": "header", "name": APIKeyHeader,
 				"description": "API key issued by the mesh operator"},
 			"type": "apiKey", "in": "header", "name": APIKeyHeader,
 			"description": "API key issued by the mesh operator",
-		},
-		schemeBearer: {
-			"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer",
-				"description": "the same credential as a bearer token"},
-			"type": "http", "scheme": "bearer",
-			"description": "the same credential as a bearer token",
-		},
+		})
 	}
-	reqs10 = []map[string]any{
-		{"schemes": map[string]any{schemeAPIKey: map[string]any{"list": []string{}}}},
-		{"schemes": map[string]any{schemeBearer: map[string]any{"list": []string{}}}},
+	if id.tokens != nil {
+		bearer = "an access token (JWT) of " + id.tokens.Issuer()
+		if id.keys != nil {
+			bearer = "an API key, or an access token (JWT) of " + id.tokens.Issuer()
+		}
+		add(schemeOIDC, map[string]any{
+			"openIdConnectSecurityScheme": map[string]any{"openIdConnectUrl": id.tokens.DiscoveryURL(),
+				"description": "tokens of this OpenID Connect issuer, sent as Authorization: Bearer"},
+			"type": "openIdConnect", "openIdConnectUrl": id.tokens.DiscoveryURL(),
+			"description": "tokens of this OpenID Connect issuer, sent as Authorization: Bearer",
+		})
 	}
-	reqs03 = []map[string][]string{{schemeAPIKey: {}}, {schemeBearer: {}}}
+	add(schemeBearer, map[string]any{
+		"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": bearer},
+		"type":                   "http", "scheme": "bearer", "description": bearer,
+	})
 	return schemes, reqs10, reqs03
 }
 
@@ -359,9 +378,104 @@ func strict10Security(schemes map[string]map[string]any) map[string]map[string]a
 
 // unauthorized answers a call without valid credentials: HTTP 401 with a
 // challenge for each accepted scheme, and the transport's error body,
-// before any work of the transport.
-func unauthorized(w http.ResponseWriter, ref refusals) {
+// before any work of the transport. A bearer token that failed
+// verification gets error="invalid_token" (RFC 6750) and why, in short.
+func unauthorized(w http.ResponseWriter, ref refusals, id identity, err error) {
+	var bad *badToken
+	if errors.As(err, &bad) {
+		w.Header().Add("WWW-Authenticate", `Bearer realm="a2amesh", error="invalid_token", error_description="`+bad.reason+`"`)
+		if id.keys != nil {
+			w.Header().Add("WWW-Authenticate", `ApiKey realm="a2amesh", header="`+APIKeyHeader+`"`)
+		}
+		ref.unauthenticated(w, "Authentication failed: the bearer token is not valid ("+bad.reason+")")
+		return
+	}
 	w.Header().Add("WWW-Authenticate", `Bearer realm="a2amesh"`)
-	w.Header().Add("WWW-Authenticate", `ApiKey realm="a2amesh", header="`+APIKeyHeader+`"`)
-	ref.unauthenticated(w, "Authentication required: send an API key in "+APIKeyHeader+" or Authorization: Bearer")
+	if id.keys != nil {
+		w.Header().Add("WWW-Authenticate", `ApiKey realm="a2amesh", header="`+APIKeyHeader+`"`)
+	}
+	ref.unauthenticated(w, "Authentication required: "+id.wanted())
+}
+
+// identity is how an edge knows its callers: API keys (Auth), bearer
+// tokens of an OpenID Connect issuer (tokens.Verifier), either, both or
+// neither. Every binding asks it (identify), each answering its refusals
+// in its own shape.
+type identity struct {
+	keys   *Auth
+	tokens *tokens.Verifier
+}
+
+// on reports whether calls need a credential.
+func (id identity) on() bool { return id.keys != nil || id.tokens != nil }
+
+// wanted says what credential the edge takes, for a 401's message.
+func (id identity) wanted() string {
+	switch {
+	case id.keys != nil && id.tokens != nil:
+		return "send an API key in " + APIKeyHeader + " or Authorization: Bearer <key or token>"
+	case id.tokens != nil:
+		return "send Authorization: Bearer <token> with a token of " + id.tokens.Issuer()
+	}
+	return "send an API key in " + APIKeyHeader + " or Authorization: Bearer"
+}
+
+// errNoCredential is a call with no credential, or a key no one holds.
+var errNoCredential = errors.New("no valid credential")
+
+// badToken is a bearer token that failed verification.
+type badToken struct{ reason string }
+
+func (b *badToken) Error() string { return "invalid token: " + b.reason }
+
+// identify returns the caller a call's credentials name: its API key
+// header, or its Authorization header's bearer credential, an API key or
+// (looking like a JWT, with an issuer configured) a token. Errors:
+// errNoCredential, *badToken, or one wrapping tokens.ErrUnavailable (the
+// issuer is down: retry).
+func (id identity) identify(ctx context.Context, apiKey, authorization string) (policy.Caller, error) {
+	if id.keys != nil {
+		if p, ok := id.keys.AuthenticateCredential(apiKey, authorization); ok {
+			return id.keys.Caller(p), nil
+		}
+	}
+	if id.tokens == nil || apiKey != "" {
+		return policy.Caller{}, errNoCredential
+	}
+	scheme, tok, found := strings.Cut(authorization, " ")
+	tok = strings.TrimSpace(tok)
+	if !found || !strings.EqualFold(scheme, "Bearer") || !tokens.LooksLikeJWT(tok) {
+		return policy.Caller{}, errNoCredential
+	}
+	c, err := id.tokens.Verify(ctx, tok)
+	switch {
+	case errors.Is(err, tokens.ErrUnavailable):
+		return policy.Caller{}, err
+	case err != nil:
+		return policy.Caller{}, &badToken{reason: tokenReason(err)}
+	}
+	return c, nil
+}
+
+// tokenReason is why a token failed, short and safe to show its holder
+// (no key material, no claims beyond what it names).
+func tokenReason(err error) string {
+	s := err.Error()
+	switch {
+	case strings.Contains(s, "expired"):
+		return "expired"
+	case strings.Contains(s, "not valid before"):
+		return "not valid yet"
+	case strings.Contains(s, "audience"):
+		return "not for this audience"
+	case strings.Contains(s, "issued by a different provider"):
+		return "from another issuer"
+	case strings.Contains(s, "malformed jwt"), strings.Contains(s, "unexpected signature algorithm"):
+		return "malformed, or signed with an algorithm not accepted"
+	case strings.Contains(s, "signature"), strings.Contains(s, "verify"):
+		return "signature does not verify with the issuer's keys"
+	case strings.Contains(s, "claim to name the caller"):
+		return "no principal claim"
+	}
+	return "rejected"
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/registry"
 	"github.com/a2amesh/a2amesh/service"
 	"github.com/a2amesh/a2amesh/taskstore"
+	"github.com/a2amesh/a2amesh/tokens"
 )
 
 // Config configures an edge. Bus and Registry are required.
@@ -55,8 +56,12 @@ type Config struct {
 	// MeshName and MeshDescription describe the mesh card.
 	MeshName        string
 	MeshDescription string
-	// Auth decides who may call (nil: anyone, as one anonymous principal).
+	// Auth decides who may call by API key (nil: no keys; with Tokens nil
+	// too, anyone, as one anonymous principal).
 	Auth *Auth
+	// Tokens, when set, accepts bearer tokens (JWTs) of an OpenID Connect
+	// issuer beside or instead of API keys (package tokens).
+	Tokens *tokens.Verifier
 	// Policy decides what each caller may do to which agent (package
 	// policy): the service asks it for every call of every binding, and
 	// GET /agents, the mesh card and the operator API show each caller
@@ -106,6 +111,7 @@ type Edge struct {
 	svc *service.Service
 
 	cardSigner *cardSigner // the keys cards are signed with (cardsign.go)
+	id         identity    // who calls: API keys, tokens (auth.go)
 
 	limiter *limiter // nil: no rate limit (limit.go)
 	// pusher is the push deliverer its host runs (Config.PushDeliverer;
@@ -153,7 +159,8 @@ func New(cfg Config) *Edge {
 		cfg.Logger = slog.Default()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	e := &Edge{cfg: cfg, bus: cfg.Store.Bus(), store: cfg.Store, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux()}
+	e := &Edge{cfg: cfg, bus: cfg.Store.Bus(), store: cfg.Store, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux(),
+		id: identity{keys: cfg.Auth, tokens: cfg.Tokens}}
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
@@ -370,9 +377,9 @@ func (e *Edge) visible(r *http.Request, agents []registry.Listed) []registry.Lis
 		return agents
 	}
 	caller := callerFrom(r.Context())
-	if caller.Principal == "" && e.cfg.Auth != nil {
-		if p, ok := e.cfg.Auth.Authenticate(r); ok {
-			caller = e.cfg.Auth.Caller(p)
+	if caller.Principal == "" && e.id.on() {
+		if c, err := e.id.identify(r.Context(), r.Header.Get(APIKeyHeader), r.Header.Get("Authorization")); err == nil {
+			caller = c
 		}
 	}
 	out := agents[:0:0]
@@ -434,8 +441,8 @@ func (e *Edge) finishCard(c a2a.AgentCard) a2a.AgentCard {
 	c.Capabilities.PushNotifications = a2a.Bool(e.pushEnabled())
 	c = withMeshExtensions(c) // extensions.go
 	c.SecuritySchemes, c.SecurityReqs, c.Security = nil, nil, nil
-	if e.cfg.Auth != nil {
-		c.SecuritySchemes, c.SecurityReqs, c.Security = cardSecurity()
+	if e.id.on() {
+		c.SecuritySchemes, c.SecurityReqs, c.Security = e.id.cardSecurity()
 	}
 	if e.cfg.StrictCards {
 		c = c.Strict10()

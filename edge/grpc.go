@@ -25,6 +25,7 @@ import (
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/internal/pbconv"
 	"github.com/a2amesh/a2amesh/service"
+	"github.com/a2amesh/a2amesh/tokens"
 	"github.com/a2amesh/a2amesh/tracing"
 )
 
@@ -223,14 +224,22 @@ func (s *grpcService) admit(ctx context.Context, e *Edge) (context.Context, erro
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	principal := ""
-	if e.cfg.Auth != nil {
-		p, ok := e.cfg.Auth.AuthenticateCredential(first(md, grpcMDAPIKey), first(md, grpcMDAuthorization))
-		if !ok {
+	if e.id.on() {
+		c, err := e.id.identify(ctx, first(md, grpcMDAPIKey), first(md, grpcMDAuthorization))
+		var bad *badToken
+		switch {
+		case errors.Is(err, tokens.ErrUnavailable):
+			e.log.Warn("auth: the token issuer cannot be reached", "err", err)
+			return ctx, grpcError(a2a.ErrServerBusy.With("the token issuer cannot be reached to verify the bearer token; retry shortly"))
+		case errors.As(err, &bad):
 			return ctx, &grpcStatusError{code: codeUnauthenticated, st: status.New(codes.Unauthenticated,
-				"Authentication required: send an API key in metadata x-api-key or authorization: Bearer <key>")}
+				"Authentication failed: the bearer token is not valid ("+bad.reason+")")}
+		case err != nil:
+			return ctx, &grpcStatusError{code: codeUnauthenticated, st: status.New(codes.Unauthenticated,
+				"Authentication required: "+strings.ReplaceAll(e.id.wanted(), APIKeyHeader, "metadata x-api-key"))}
 		}
-		principal = p
-		ctx = withCaller(ctx, e.cfg.Auth.Caller(p))
+		principal = c.Principal
+		ctx = withCaller(ctx, c)
 	}
 	addr := ""
 	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {

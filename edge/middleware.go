@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/a2a"
 	"github.com/a2amesh/a2amesh/policy"
+	"github.com/a2amesh/a2amesh/tokens"
 )
 
 // The HTTP middleware every A2A transport of the edge runs its calls
@@ -28,6 +29,9 @@ type refusals interface {
 	rateLimited(w http.ResponseWriter, msg string)
 	// tooLarge answers a request whose body exceeds limit bytes (HTTP 413).
 	tooLarge(w http.ResponseWriter, limit int64)
+	// unavailable answers a request the edge cannot decide now (its
+	// token issuer is down): HTTP 503 (Retry-After is set already).
+	unavailable(w http.ResponseWriter, msg string)
 	// binding names the transport in metrics: bindingJSONRPC, bindingREST.
 	binding() string
 }
@@ -52,6 +56,10 @@ func (rpcRefusals) rateLimited(w http.ResponseWriter, msg string) {
 }
 
 func (rpcRefusals) binding() string { return bindingJSONRPC }
+
+func (rpcRefusals) unavailable(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusServiceUnavailable, a2a.NewError(nil, a2a.ErrServerBusy.With("%s", msg)))
+}
 
 func (rpcRefusals) tooLarge(w http.ResponseWriter, limit int64) {
 	writeJSON(w, http.StatusRequestEntityTooLarge, a2a.NewError(nil,
@@ -100,16 +108,22 @@ func principalFrom(ctx context.Context) string { return callerFrom(ctx).Principa
 // challenge for each accepted scheme, before its body is read; it passes
 // on the others with their principal in the context (principalFrom).
 func (e *Edge) authenticate(ref refusals, h http.Handler) http.Handler {
-	if e.cfg.Auth == nil {
+	if !e.id.on() {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := e.cfg.Auth.Authenticate(r)
-		if !ok {
-			unauthorized(w, ref)
+		c, err := e.id.identify(r.Context(), r.Header.Get(APIKeyHeader), r.Header.Get("Authorization"))
+		switch {
+		case errors.Is(err, tokens.ErrUnavailable):
+			e.log.Warn("auth: the token issuer cannot be reached", "err", err)
+			w.Header().Set("Retry-After", "5")
+			ref.unavailable(w, "the token issuer cannot be reached to verify the bearer token; retry shortly")
+			return
+		case err != nil:
+			unauthorized(w, ref, e.id, err)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), e.cfg.Auth.Caller(p))))
+		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
 	})
 }
 

@@ -270,3 +270,7 @@ func (opsRefusals) tooLarge(w http.ResponseWriter, limit int64) {
 }
 
 func (opsRefusals) binding() string { return "ops" }
+
+func (opsRefusals) unavailable(w http.ResponseWriter, msg string) {
+	writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": msg})
+}

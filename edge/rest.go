@@ -788,6 +788,11 @@ func (f restRefusals) unauthenticated(w http.ResponseWriter, msg string) {
 	writeRESTStatus(w, f.media, http.StatusUnauthorized, "UNAUTHENTICATED", "UNAUTHENTICATED", msg, nil)
 }
 
+func (f restRefusals) unavailable(w http.ResponseWriter, msg string) {
+	noteCode(w, a2a.CodeServerBusy)
+	writeRESTStatus(w, f.media, http.StatusServiceUnavailable, "UNAVAILABLE", "", msg, nil)
+}
+
 func (f restRefusals) rateLimited(w http.ResponseWriter, msg string) {
 	rerr := &a2a.Error{Code: codeRateLimited, Message: msg}
 	noteCode(w, rerr.Code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/tokens"
 )
 
 // edgeFlags are the edge settings shared by `dev` and `edge`.
@@ -28,6 +30,8 @@ type edgeFlags struct {
 	cardKeys                              *string
 	authFile                              *string
 	policyFile                            *string
+	oidcIssuer, oidcAudience, oidcAlgs    *string
+	oidcPrincipal, oidcGrants             *string
 	rateLimit                             *float64
 	rateBurst                             *int
 	rateScope                             *string
@@ -99,6 +103,11 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		push:            addPushFlags(fs),
 		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop, for workers of releases that do not record their agent; agents of this release stay known for --agent-retention whatever their workers do; 0 turns it off (env A2AMESH_LOST_GRACE)"),
 		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
+		oidcIssuer:      fs.String("oidc-issuer", envOr("A2AMESH_OIDC_ISSUER", ""), "accept bearer tokens (JWTs) of this OpenID Connect issuer, beside or instead of API keys: its URL exactly as its tokens' iss says it; the edge reads its discovery document and key set (cached; read again for an unknown key id; an issuer that is down answers 503, retry) and checks signature, iss, aud, exp and nbf (30 s skew) (env A2AMESH_OIDC_ISSUER; default: no tokens)"),
+		oidcAudience:    fs.String("oidc-audience", envOr("A2AMESH_OIDC_AUDIENCE", ""), "with --oidc-issuer: what a token's aud must contain (required with it) (env A2AMESH_OIDC_AUDIENCE)"),
+		oidcAlgs:        fs.String("oidc-algorithms", envOr("A2AMESH_OIDC_ALGORITHMS", "RS256,ES256"), "with --oidc-issuer: signature algorithms accepted, comma-separated; none is never accepted (env A2AMESH_OIDC_ALGORITHMS)"),
+		oidcPrincipal:   fs.String("oidc-principal-claim", envOr("A2AMESH_OIDC_PRINCIPAL_CLAIM", "sub"), "with --oidc-issuer: the claim that names the caller: the principal tasks belong to and the policy's principal:NAME (env A2AMESH_OIDC_PRINCIPAL_CLAIM)"),
+		oidcGrants:      fs.String("oidc-grants-claim", envOr("A2AMESH_OIDC_GRANTS_CLAIM", ""), "with --oidc-issuer: the claim holding the caller's scopes or roles, which the policy's scope:NAME and role:NAME match: a space-separated string or an array (env A2AMESH_OIDC_GRANTS_CLAIM; default: scope, else scp)"),
 		policyFile:      fs.String("policy", envOr("A2AMESH_POLICY", ""), "access policy: a file of \"allow WHO AGENTS ACTIONS\" rules saying which principals, scopes or roles may send, read, cancel, configure push, read the extended card of, or use the operator API on which agents; what no rule allows is denied (403, PERMISSION_DENIED, JSON-RPC -31403). Read again when it changes or on SIGHUP; a change that does not parse keeps the policy in force and is logged; a file that does not parse at start stops the edge (env A2AMESH_POLICY; default: none, every caller may do everything; docs/configuration.md#access-policy)"),
 		console:         fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
 		jaegerUI:        fs.String("jaeger-ui", envOr("A2AMESH_JAEGER_UI", ""), "base URL of a Jaeger UI (e.g. http://127.0.0.1:16686): the console's task view links to the task's trace there (env A2AMESH_JAEGER_UI; default: no link)"),
@@ -174,8 +183,26 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	if auth != nil {
 		log.Info("auth on: calls need an API key or bearer token", "principals", auth.Principals(),
 			"auth_file", *f.authFile, "api_keys_env", os.Getenv("A2AMESH_API_KEYS") != "")
-	} else {
+	} else if *f.oidcIssuer == "" {
 		log.Info("auth off: any client may call (--auth-file or A2AMESH_API_KEYS turn it on)")
+	}
+	if *f.oidcIssuer != "" {
+		if *f.oidcAudience == "" {
+			return c, errors.New("--oidc-issuer needs --oidc-audience: the aud its tokens must carry for this mesh")
+		}
+		var algs []string
+		for _, a := range strings.Split(*f.oidcAlgs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				algs = append(algs, a)
+			}
+		}
+		if c.Tokens, err = tokens.New(tokens.Config{Issuer: *f.oidcIssuer, Audience: *f.oidcAudience, Algorithms: algs,
+			PrincipalClaim: *f.oidcPrincipal, GrantsClaim: *f.oidcGrants}); err != nil {
+			return c, fmt.Errorf("--oidc-issuer: %w", err)
+		}
+		log.Info("bearer tokens on: calls may send a token of the issuer", "issuer", *f.oidcIssuer, "audience", *f.oidcAudience, "algorithms", algs)
+	} else if *f.oidcAudience != "" {
+		return c, errors.New("--oidc-audience is set but --oidc-issuer is not: name the issuer")
 	}
 	if *f.policyFile != "" {
 		if c.Policy, err = policy.Load(*f.policyFile, log); err != nil {
