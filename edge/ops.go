@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/cardcheck"
 	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/registry"
@@ -33,6 +34,7 @@ func (e *Edge) opsRoutes() {
 	}
 	e.mux.Handle("GET /ops/v1/fleet", guard(e.serveFleet))
 	e.mux.Handle("GET /ops/v1/tasks/{id}/events", guard(e.serveTaskEvents))
+	e.mux.Handle("DELETE /ops/v1/agents/{name}", guard(e.removeAgent))
 	e.opsTaskRoutes(guard) // ops_task.go
 }
 
@@ -201,6 +203,50 @@ func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
 		doc.Events = append(doc.Events, taskEvent{Seq: ev.Seq, Time: ev.Time.UTC(), Event: ev.Resp})
 	}
 	writeOpsDoc(w, r, doc)
+}
+
+// removeAgent answers DELETE /ops/v1/agents/{name}[?force=true]: it
+// forgets the agent (registry.Remove), for a caller the access policy
+// grants the remove action on it (without a policy: any caller the edge
+// admits). An agent with a live worker is refused (409) unless force,
+// since that worker would register it again.
+func (e *Edge) removeAgent(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	caller := callerFrom(r.Context())
+	if !e.cfg.Policy.Policy().Allows(caller, policy.Remove, name) {
+		writeOps(w, http.StatusForbidden, map[string]string{"error": "permission denied: the access policy does not grant this caller the remove action on agent " + strconv.Quote(trunc(name, 64))})
+		return
+	}
+	if !bus.ValidToken(name) {
+		writeOps(w, http.StatusNotFound, map[string]string{"error": "no agent named " + strconv.Quote(trunc(name, 64)) + " is known to the mesh"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opsTimeout)
+	defer cancel()
+	if r.URL.Query().Get("force") != "true" {
+		live, err := registry.Answering(ctx, e.bus, name)
+		if err != nil {
+			w.Header().Set("Retry-After", "1")
+			writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "cannot tell now whether the agent has a live worker; retry"})
+			return
+		}
+		if live {
+			writeOps(w, http.StatusConflict, map[string]string{"error": name + " has a live worker, which would register it again: stop its workers first, or add ?force=true"})
+			return
+		}
+	}
+	removed, err := registry.Remove(ctx, e.bus, name)
+	switch {
+	case err != nil:
+		e.log.Warn("ops: removing an agent", "agent", name, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "the agents bucket cannot be written now; retry"})
+	case !removed:
+		writeOps(w, http.StatusNotFound, map[string]string{"error": "no agent named " + strconv.Quote(name) + " is known to the mesh"})
+	default:
+		e.log.Info("agent removed", "agent", name, "principal", caller.Principal)
+		writeOps(w, http.StatusOK, map[string]string{"removed": name})
+	}
 }
 
 // opsCall is the service call of an operator API request: its caller, on

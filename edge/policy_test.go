@@ -8,6 +8,7 @@ package edge_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -27,6 +28,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/mesh/meshtest"
 	"github.com/a2amesh/a2amesh/policy"
+	"github.com/a2amesh/a2amesh/registry"
 )
 
 const (
@@ -37,7 +39,7 @@ const (
 
 const testPolicy = `
 allow principal:alice  echo    send,read,cancel
-allow role:operators   *       ops
+allow role:operators   *       ops,remove
 allow principal:bob    *       *
 `
 
@@ -193,6 +195,29 @@ func TestPolicyListingsAndOperatorAPI(t *testing.T) {
 	status, names := fleet(olgaKey)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Contains(t, names, "upper", "an operator sees the fleet")
+
+	// Removing an agent is the remove action's: refused to alice, and to
+	// olga while the agent has a live worker unless she forces it.
+	del := func(key, path string) int {
+		req, err := http.NewRequest(http.MethodDelete, m.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Api-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusForbidden, del(aliceKey, "/ops/v1/agents/upper"))
+	assert.Equal(t, http.StatusConflict, del(olgaKey, "/ops/v1/agents/upper"), "upper's worker runs")
+	known, err := registry.IsKnown(context.Background(), m.Bus(), "upper")
+	require.NoError(t, err)
+	require.True(t, known)
+	assert.Equal(t, http.StatusOK, del(olgaKey, "/ops/v1/agents/upper?force=true"))
+	known, err = registry.IsKnown(context.Background(), m.Bus(), "upper")
+	require.NoError(t, err)
+	assert.False(t, known, "removed from the agents bucket")
+	assert.Equal(t, http.StatusNotFound, del(olgaKey, "/ops/v1/agents/no-such-agent"))
 
 	// An agent's card stays public: clients read it to learn how to
 	// authenticate.

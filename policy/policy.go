@@ -1,6 +1,6 @@
 // Package policy decides what each caller of the mesh may do: which
 // actions (send, read, cancel, push configuration, the extended card, the
-// operator API, the audit log) on which agents. It knows callers only as a
+// operator API, the audit log, removing an agent) on which agents. It knows callers only as a
 // principal and its grants (scopes or roles), as the edge authenticated
 // them; it reads a policy file and answers Allows and Sees. The service
 // asks it once per call, whichever binding carried the call.
@@ -53,10 +53,12 @@ const (
 	Ops Action = "ops"
 	// Audit: reading the audit log.
 	Audit Action = "audit"
+	// Remove: forgetting an agent (DELETE /ops/v1/agents/{name}).
+	Remove Action = "remove"
 )
 
 // Actions lists every action, in the order the docs give them.
-var Actions = []Action{Send, Read, Cancel, Push, ExtendedCard, Ops, Audit}
+var Actions = []Action{Send, Read, Cancel, Push, ExtendedCard, Ops, Audit, Remove}
 
 func (a Action) valid() bool { return slices.Contains(Actions, a) }
 

@@ -232,6 +232,7 @@ var actionWords = map[policy.Action]string{
 	policy.ExtendedCard: "read the extended card of",
 	policy.Ops:          "use the operator API on",
 	policy.Audit:        "read the audit log of",
+	policy.Remove:       "remove",
 }
 
 // denied is the answer to a call the policy does not allow: it says who,
