@@ -250,6 +250,12 @@ func examplesChecks() []*check {
 				t.Errorf("echo should have 1 worker: %s", r.out)
 			}
 		}},
+		// docs/configuration.md: the audit log lists the send before it.
+		{file: "docs/configuration.md", match: re(`^a2amesh audit --nats`), fn: func(t *testing.T, s *session, r result) {
+			if !regexp.MustCompile(`(?m)jsonrpc\s+SendMessage\s+echo\s+\S+\s+ok$`).MatchString(r.out) {
+				t.Errorf("the audit log does not list the send:\n%s%s", r.out, r.errOut)
+			}
+		}},
 		// docs/configuration.md: access policy. Alice's send to echo
 		// completes (her send to upper is the example's -31403); olga, an
 		// operator by her key's roles=, reads the fleet, and alice may not.

@@ -1,13 +1,16 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/console"
 	"github.com/a2amesh/a2amesh/internal/cardsig"
@@ -67,6 +70,9 @@ type Config struct {
 	// GET /agents, the mesh card and the operator API show each caller
 	// only the agents it may see. nil: every caller may do everything.
 	Policy *policy.File
+	// Audit, when set, records every state-changing call and every denial
+	// (package audit); its host runs it (audit.Log.Run). nil: no audit.
+	Audit *audit.Log
 	// Limits bounds what each principal may ask of the edge (limit.go).
 	Limits Limits
 	// Push configures push notifications (push.go): NewPushDeliverer makes
@@ -176,6 +182,7 @@ func New(cfg Config) *Edge {
 		FailoverBudget:  e.failoverBudget,
 		SkillVisible:    cfg.Auth.skillVisible(),
 		Policy:          cfg.Policy,
+		Audit:           cfg.Audit,
 		Logger:          cfg.Logger,
 	})
 	e.routes()
@@ -218,6 +225,23 @@ func (e *Edge) routes() {
 	// root, under /{tenant} and under /agents/{name}; it answers every
 	// other path 404.
 	e.mux.Handle("/", e.restHandler())
+}
+
+// Run runs the edge's background work until ctx ends: the rate limits
+// shared with the other edges (RunLimits) and the audit log's publisher
+// (Config.Audit).
+func (e *Edge) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if e.cfg.Audit != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.cfg.Audit.Run(ctx)
+		}()
+	}
+	err := e.RunLimits(ctx)
+	wg.Wait()
+	return err
 }
 
 // WaitingFor lists what the edge still waits for before it is ready

@@ -232,9 +232,11 @@ func (s *grpcService) admit(ctx context.Context, e *Edge) (context.Context, erro
 			e.log.Warn("auth: the token issuer cannot be reached", "err", err)
 			return ctx, grpcError(a2a.ErrServerBusy.With("the token issuer cannot be reached to verify the bearer token; retry shortly"))
 		case errors.As(err, &bad):
+			e.auditRefusal(bindingGRPC, peerAddr(ctx), "gRPC call", bad.reason)
 			return ctx, &grpcStatusError{code: codeUnauthenticated, st: status.New(codes.Unauthenticated,
 				"Authentication failed: the bearer token is not valid ("+bad.reason+")")}
 		case err != nil:
+			e.auditRefusal(bindingGRPC, peerAddr(ctx), "gRPC call", "no valid credential")
 			return ctx, &grpcStatusError{code: codeUnauthenticated, st: status.New(codes.Unauthenticated,
 				"Authentication required: "+strings.ReplaceAll(e.id.wanted(), APIKeyHeader, "metadata x-api-key"))}
 		}
@@ -257,6 +259,14 @@ func (s *grpcService) admit(ctx context.Context, e *Edge) (context.Context, erro
 		return ctx, grpcError(errGRPCVersion.With("A2A version %s is not supported over gRPC; this service speaks 1.0", strconv.Quote(trunc(v, 40))))
 	}
 	return ctx, nil
+}
+
+// peerAddr is the gRPC client's address ("" when unknown).
+func peerAddr(ctx context.Context) string {
+	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
+		return pr.Addr.String()
+	}
+	return ""
 }
 
 // first is the first value of key in md ("" for none).
@@ -293,7 +303,11 @@ func (e *Edge) beginGRPC(ctx context.Context, svc, method string, req any) (cont
 	)
 	c := &call{span: span, version: a2a.V10}
 	caller := callerFrom(ctx)
-	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
+	from := ""
+	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
+		from = pr.Addr.String()
+	}
+	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Binding: bindingGRPC, From: from, Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
 		Log: e.log.With("method", method, "binding", "grpc"), OnAgent: c.traced, OnTask: c.taskTraced}
 	return service.WithCall(ctx, c.sc), c
 }

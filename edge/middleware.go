@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/tokens"
 )
@@ -120,6 +121,12 @@ func (e *Edge) authenticate(ref refusals, h http.Handler) http.Handler {
 			ref.unavailable(w, "the token issuer cannot be reached to verify the bearer token; retry shortly")
 			return
 		case err != nil:
+			reason := "no valid credential"
+			var bad *badToken
+			if errors.As(err, &bad) {
+				reason = "bearer token: " + bad.reason
+			}
+			e.auditRefusal(ref.binding(), r.RemoteAddr, r.Method+" "+trunc(r.URL.Path, 128), reason)
 			unauthorized(w, ref, e.id, err)
 			return
 		}
@@ -162,4 +169,10 @@ func bodyTooLarge(w http.ResponseWriter, err error, ref refusals) bool {
 	}
 	ref.tooLarge(w, mbe.Limit)
 	return true
+}
+
+// auditRefusal records a call refused for its credentials in the audit
+// log (no secret, no token: only why).
+func (e *Edge) auditRefusal(binding, from, what, reason string) {
+	e.cfg.Audit.Record(audit.Entry{From: from, Binding: binding, Method: what, Outcome: audit.Unauthenticated + ": " + reason})
 }

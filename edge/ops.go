@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/cardcheck"
 	"github.com/a2amesh/a2amesh/policy"
@@ -35,6 +36,7 @@ func (e *Edge) opsRoutes() {
 	e.mux.Handle("GET /ops/v1/fleet", guard(e.serveFleet))
 	e.mux.Handle("GET /ops/v1/tasks/{id}/events", guard(e.serveTaskEvents))
 	e.mux.Handle("DELETE /ops/v1/agents/{name}", guard(e.removeAgent))
+	e.mux.Handle("GET /ops/v1/audit", guard(e.serveAudit))
 	e.opsTaskRoutes(guard) // ops_task.go
 }
 
@@ -213,7 +215,13 @@ func (e *Edge) serveTaskEvents(w http.ResponseWriter, r *http.Request) {
 func (e *Edge) removeAgent(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	caller := callerFrom(r.Context())
+	entry := audit.Entry{Principal: caller.Principal, From: r.RemoteAddr, Binding: "ops", Method: "RemoveAgent", Agent: name}
+	done := func(outcome string, code int) {
+		entry.Outcome, entry.Code = outcome, code
+		e.cfg.Audit.Record(entry)
+	}
 	if !e.cfg.Policy.Policy().Allows(caller, policy.Remove, name) {
+		done(audit.Denied, a2a.CodePermissionDenied)
 		writeOps(w, http.StatusForbidden, map[string]string{"error": "permission denied: the access policy does not grant this caller the remove action on agent " + strconv.Quote(trunc(name, 64))})
 		return
 	}
@@ -231,6 +239,7 @@ func (e *Edge) removeAgent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if live {
+			done(audit.Failed, http.StatusConflict)
 			writeOps(w, http.StatusConflict, map[string]string{"error": name + " has a live worker, which would register it again: stop its workers first, or add ?force=true"})
 			return
 		}
@@ -242,18 +251,75 @@ func (e *Edge) removeAgent(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "the agents bucket cannot be written now; retry"})
 	case !removed:
+		done(audit.Failed, http.StatusNotFound)
 		writeOps(w, http.StatusNotFound, map[string]string{"error": "no agent named " + strconv.Quote(name) + " is known to the mesh"})
 	default:
+		done(audit.OK, 0)
 		e.log.Info("agent removed", "agent", name, "principal", caller.Principal)
 		writeOps(w, http.StatusOK, map[string]string{"removed": name})
 	}
+}
+
+// auditDoc is the answer of GET /ops/v1/audit.
+type auditDoc struct {
+	Entries []audit.Entry `json:"entries"`
+	// More: more entries matched past limit; ask again with since set to
+	// the last entry's time.
+	More bool `json:"more"`
+}
+
+// serveAudit answers GET /ops/v1/audit?since=&agent=&principal=&outcome=&method=&limit=:
+// the audit log's entries, oldest first, of the agents the access policy
+// grants the caller audit on (entries of no agent, such as refused
+// credentials, to those it grants audit on every agent, "*"). Without a
+// policy nobody is named an auditor: 403 (a2amesh audit reads it
+// through NATS).
+func (e *Edge) serveAudit(w http.ResponseWriter, r *http.Request) {
+	caller, pol := callerFrom(r.Context()), e.cfg.Policy.Policy()
+	if pol == nil || !pol.AllowsAny(caller, policy.Audit) {
+		writeOps(w, http.StatusForbidden, map[string]string{"error": "permission denied: only principals the access policy (--policy) grants the audit action may read the audit log"})
+		return
+	}
+	q := r.URL.Query()
+	since, err := audit.ParseSince(q.Get("since"), time.Now())
+	if err != nil {
+		writeOps(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	f := audit.Filter{Since: since, Agent: q.Get("agent"), Principal: q.Get("principal"), Outcome: q.Get("outcome"), Method: q.Get("method")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > audit.MaxLimit {
+			writeOps(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit: want 1 to %d", audit.MaxLimit)})
+			return
+		}
+		f.Limit = n
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opsTimeout)
+	defer cancel()
+	entries, more, err := audit.Read(ctx, e.bus, f, func(en audit.Entry) bool {
+		if en.Agent == "" {
+			return pol.Allows(caller, policy.Audit, "*")
+		}
+		return pol.Allows(caller, policy.Audit, en.Agent)
+	})
+	if err != nil {
+		e.log.Warn("ops: reading the audit log", "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeOps(w, http.StatusServiceUnavailable, map[string]string{"error": "the audit log cannot be read now; retry"})
+		return
+	}
+	if entries == nil {
+		entries = []audit.Entry{}
+	}
+	writeOpsDoc(w, r, auditDoc{Entries: entries, More: more})
 }
 
 // opsCall is the service call of an operator API request: its caller, on
 // the mesh endpoint (a task is found whichever agent has it), in 1.0.
 func opsCall(ctx context.Context, r *http.Request) context.Context {
 	caller := callerFrom(r.Context())
-	return service.WithCall(ctx, &service.Call{Principal: caller.Principal, Grants: caller.Grants, Version: a2a.V10})
+	return service.WithCall(ctx, &service.Call{Principal: caller.Principal, Grants: caller.Grants, Binding: "ops", From: r.RemoteAddr, Version: a2a.V10})
 }
 
 // writeOps writes an operator API answer: JSON, never cached.

@@ -306,7 +306,7 @@ func (e *Edge) serveREST(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	c := &restCall{call: &call{w: w, r: r, op: rt.op, version: a2a.V10, span: span}, route: rt, media: media, body: body}
 	caller := callerFrom(ctx)
-	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Agent: rt.agent, Version: a2a.V10, Extensions: requestedExtensions(r.Header),
+	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Binding: bindingREST, From: r.RemoteAddr, Agent: rt.agent, Version: a2a.V10, Extensions: requestedExtensions(r.Header),
 		Log: lazylog.New(e.log).With("method", rt.method, "binding", "http+json"), OnAgent: c.traced, OnTask: c.taskTraced}
 	e.restDispatch(c)
 }

@@ -89,7 +89,8 @@ func (e *Edge) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.version = version
-	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Agent: r.PathValue("name"), Version: version,
+	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Binding: bindingJSONRPC, From: r.RemoteAddr,
+		Agent: r.PathValue("name"), Version: version,
 		Extensions: requestedExtensions(r.Header), Legacy02: isLegacySend(req.Method), Log: lazylog.New(e.log).With("method", req.Method),
 		OnAgent: c.traced, OnTask: c.taskTraced}
 	e.dispatch(c)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/natsnode"
@@ -73,6 +74,11 @@ type Config struct {
 	// Bus sets the bus's JetStream settings (ack wait, retention, task
 	// limits; see bus.Config; zero fields take bus.DefaultConfig's).
 	Bus bus.Config
+	// Audit turns on the audit log (package audit): the edge records every
+	// state-changing call and every denial in the stream A2A_AUDIT, kept
+	// for AuditRetention (0: audit.DefaultRetention).
+	Audit          bool
+	AuditRetention time.Duration
 	// Logger receives the logs of the edge, the workers and the registry
 	// table (default slog.Default()).
 	Logger *slog.Logger
@@ -190,6 +196,9 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 
 	ecfg := cfg.Edge
 	ecfg.Store, ecfg.Registry, ecfg.Logger = m.store, table, cfg.Logger
+	if cfg.Audit && ecfg.Audit == nil {
+		ecfg.Audit = audit.New(m.bus, cfg.AuditRetention, cfg.Logger)
+	}
 	// Push delivery (with Edge.Push.Enabled) runs beside the edge, which
 	// serves the push-config methods from it, and stops with the mesh.
 	// Start returns once it runs (it retries what NATS refuses meanwhile,
@@ -203,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		_ = e.RunLimits(runCtx) // rate limits shared with other edges on the bus, until runCtx ends
+		_ = e.Run(runCtx) // rate limits shared with other edges on the bus, the audit log, until runCtx ends
 	}()
 	if pusher != nil {
 		ran := make(chan error, 1)

@@ -25,6 +25,9 @@ type Call struct {
 	// Grants are the caller's scopes or roles, which the access policy
 	// matches (Config.Policy; package policy).
 	Grants []string
+	// Binding and From are how and whence the call came (the audit log:
+	// "jsonrpc", "rest", "grpc", "ops"; the client's address).
+	Binding, From string
 	// Agent is the agent the transport's route names (/agents/{name});
 	// empty for the mesh endpoint, where the request's tenant names the
 	// agent, or else a call on a task finds it whichever agent owns it.
@@ -62,6 +65,10 @@ type Call struct {
 	routed   *taskstore.TaskRecord
 	// activated are the agent's extensions activated for the call.
 	activated []string
+	// method is the service method called (for the audit log); task the
+	// task it worked on, when one was read or created.
+	method string
+	task   string
 }
 
 // TaskRef names the task a call works on: its ids, and the traceparent of
@@ -100,6 +107,7 @@ func (c *Call) logger(fallback *slog.Logger) *slog.Logger {
 }
 
 func (c *Call) noteTask(rec *taskstore.TaskRecord) {
+	c.task = rec.Task.ID
 	if c.OnTask != nil {
 		c.OnTask(TaskRef{ID: rec.Task.ID, ContextID: rec.Task.ContextID, Trace: rec.Trace})
 	}
@@ -142,10 +150,11 @@ var errRegistryLoading = a2a.ErrServerBusy.With("this edge is starting: the agen
 // caller learns nothing of which agents exist) and before any work is
 // recorded. A call with no agent yet (ListTasks across agents) is
 // filtered by the method.
-func (s *Service) resolve(ctx context.Context, act policy.Action, tenant, taskID string) (*Call, error) {
+func (s *Service) resolve(ctx context.Context, method string, act policy.Action, tenant, taskID string) (*Call, error) {
 	send := act == policy.Send
 	c := CallFrom(ctx)
 	c.logger(s.log)
+	c.method = method
 	if err := s.route(ctx, c, tenant, taskID); err != nil {
 		return c, err
 	}

@@ -34,7 +34,7 @@ type GetExtendedAgentCardRequest struct {
 // call at all is the transport's business (the edge authenticates every
 // call before it reaches the service).
 func (s *Service) GetExtendedAgentCard(ctx context.Context, req *GetExtendedAgentCardRequest) (_ *a2a.AgentCard, err error) {
-	c, err := s.resolve(ctx, policy.ExtendedCard, req.Tenant, "")
+	c, err := s.resolve(ctx, "GetExtendedAgentCard", policy.ExtendedCard, req.Tenant, "")
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ type ListPushConfigsResponse struct {
 // CreateTaskPushNotificationConfig stores a push config for a task of the
 // caller and returns it as stored (credentials included).
 func (s *Service) CreateTaskPushNotificationConfig(ctx context.Context, req *a2a.TaskPushNotificationConfig) (_ *a2a.TaskPushNotificationConfig, err error) {
-	c, err := s.resolve(ctx, policy.Push, req.Tenant, req.TaskID)
+	c, err := s.resolve(ctx, "CreateTaskPushNotificationConfig", policy.Push, req.Tenant, req.TaskID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (s *Service) CreateTaskPushNotificationConfig(ctx context.Context, req *a2a
 // GetTaskPushNotificationConfig returns a push config of a task of the
 // caller, without its credentials.
 func (s *Service) GetTaskPushNotificationConfig(ctx context.Context, req *PushConfigRequest) (_ *a2a.TaskPushNotificationConfig, err error) {
-	c, err := s.resolve(ctx, policy.Push, req.Tenant, req.TaskID)
+	c, err := s.resolve(ctx, "GetTaskPushNotificationConfig", policy.Push, req.Tenant, req.TaskID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (s *Service) GetTaskPushNotificationConfig(ctx context.Context, req *PushCo
 // ListTaskPushNotificationConfigs returns a page of a task's push
 // configs, without their credentials. A 0.3 call gets them all.
 func (s *Service) ListTaskPushNotificationConfigs(ctx context.Context, req *ListPushConfigsRequest) (_ *ListPushConfigsResponse, err error) {
-	c, err := s.resolve(ctx, policy.Push, req.Tenant, req.TaskID)
+	c, err := s.resolve(ctx, "ListTaskPushNotificationConfigs", policy.Push, req.Tenant, req.TaskID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (s *Service) ListTaskPushNotificationConfigs(ctx context.Context, req *List
 // DeleteTaskPushNotificationConfig deletes a push config of a task of the
 // caller.
 func (s *Service) DeleteTaskPushNotificationConfig(ctx context.Context, req *PushConfigRequest) (err error) {
-	c, err := s.resolve(ctx, policy.Push, req.Tenant, req.TaskID)
+	c, err := s.resolve(ctx, "DeleteTaskPushNotificationConfig", policy.Push, req.Tenant, req.TaskID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return err

@@ -118,7 +118,7 @@ func (s *Service) sendTarget(req *a2a.SendMessageRequest) string {
 // task, its history trimmed to the request's historyLength, or the
 // agent's message when the agent answered with one (reply.go).
 func (s *Service) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (_ *a2a.StreamResponse, err error) {
-	c, err := s.resolve(ctx, policy.Send, req.Tenant, s.sendTarget(req))
+	c, err := s.resolve(ctx, "SendMessage", policy.Send, req.Tenant, s.sendTarget(req))
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err

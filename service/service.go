@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2amesh/a2amesh/a2a"
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/policy"
 	"github.com/a2amesh/a2amesh/push"
@@ -38,6 +41,9 @@ type Config struct {
 	// Policy decides which caller may do what to which agent (package
 	// policy); nil: every caller may do everything, as without a policy.
 	Policy *policy.File
+	// Audit, when set, records every state-changing call and every
+	// denial (package audit); nil: no audit log.
+	Audit *audit.Log
 	// DefaultAgent serves calls that name no agent and no task.
 	DefaultAgent string
 	// BlockingTimeout bounds how long SendMessage waits for its task to
@@ -136,16 +142,50 @@ var errEvicted = a2a.ErrServerBusy.With("the task was removed before it settled:
 // call whose client went away is returned as it is: nobody reads it.
 func (s *Service) answer(ctx context.Context, c *Call, err error) error {
 	if err == nil {
+		s.audit(ctx, c, nil)
 		return nil
 	}
 	if ctx.Err() != nil {
+		s.audit(ctx, c, a2a.ErrServerBusy.With("the client went away"))
 		return err
 	}
 	ae := ToError(err)
 	if ae.Code == a2a.CodeInternalError {
 		c.logger(s.log).Error("request failed", "err", err)
 	}
+	s.audit(ctx, c, ae)
 	return ae
+}
+
+// changesState are the methods the audit log records whatever their
+// outcome; any other method is recorded only when the policy denied it.
+var changesState = map[string]bool{
+	"SendMessage": true, "SendStreamingMessage": true, "CancelTask": true,
+	"CreateTaskPushNotificationConfig": true, "DeleteTaskPushNotificationConfig": true,
+}
+
+// audit records c in the audit log (Config.Audit) when it changed state or
+// was denied. It never waits: the log publishes in the background.
+func (s *Service) audit(ctx context.Context, c *Call, ae *a2a.Error) {
+	if s.cfg.Audit == nil || c.method == "" {
+		return
+	}
+	denied := ae != nil && ae.Code == a2a.CodePermissionDenied
+	if !denied && !changesState[c.method] {
+		return
+	}
+	e := audit.Entry{Principal: c.Principal, From: c.From, Binding: c.Binding, Method: c.method,
+		Agent: c.agent, Task: c.task, Outcome: audit.OK}
+	switch {
+	case denied:
+		e.Outcome, e.Code = audit.Denied, ae.Code
+	case ae != nil:
+		e.Outcome, e.Code = audit.Failed, ae.Code
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		e.TraceID = sc.TraceID().String()
+	}
+	s.cfg.Audit.Record(e)
 }
 
 // readTask loads a task, riding out a failover: a transient error of the

@@ -41,7 +41,7 @@ type Stream = iter.Seq2[Event, error]
 // instead, as SubscribeToTask does. The error is the send's: the stream
 // has not started.
 func (s *Service) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest, lastEventID string) (_ Stream, err error) {
-	c, err := s.resolve(ctx, policy.Send, req.Tenant, s.sendTarget(req))
+	c, err := s.resolve(ctx, "SendStreamingMessage", policy.Send, req.Tenant, s.sendTarget(req))
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (s *Service) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 // that has ended is refused (UnsupportedOperation); 0.3 gets the task as
 // its one event. The error is the call's: the stream has not started.
 func (s *Service) SubscribeToTask(ctx context.Context, req *a2a.TaskIDRequest, lastEventID string) (_ Stream, err error) {
-	c, err := s.resolve(ctx, policy.Read, req.Tenant, req.ID)
+	c, err := s.resolve(ctx, "SubscribeToTask", policy.Read, req.Tenant, req.ID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 // GetTask returns a task of the caller, its history trimmed to the
 // request's historyLength.
 func (s *Service) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.Task, err error) {
-	c, err := s.resolve(ctx, policy.Read, req.Tenant, req.ID)
+	c, err := s.resolve(ctx, "GetTask", policy.Read, req.Tenant, req.ID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func (s *Service) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.
 // to the log at once (so it holds whatever the worker does), then the
 // worker holding the task is told to stop.
 func (s *Service) CancelTask(ctx context.Context, req *a2a.TaskIDRequest) (_ *a2a.Task, err error) {
-	c, err := s.resolve(ctx, policy.Cancel, req.Tenant, req.ID)
+	c, err := s.resolve(ctx, "CancelTask", policy.Cancel, req.Tenant, req.ID)
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ var (
 // ListTasks returns the caller's tasks (of the addressed agent when the
 // call names one), newest status first, with cursor paging.
 func (s *Service) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *a2a.ListTasksResponse, err error) {
-	c, err := s.resolve(ctx, policy.Read, req.Tenant, "")
+	c, err := s.resolve(ctx, "ListTasks", policy.Read, req.Tenant, "")
 	defer func() { err = s.answer(ctx, c, err) }()
 	if err != nil {
 		return nil, err

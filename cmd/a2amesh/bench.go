@@ -69,6 +69,7 @@ func runBench(ctx context.Context, args []string) error {
 	url := fs.String("url", "", "bench an existing mesh at this base URL (or an agent endpoint .../agents/NAME) instead of\nstarting a dev mesh (env A2AMESH_BENCH_URL; default: a dev mesh in this process)")
 	dataDir := fs.String("data", "", "dev mesh data directory (default: a temporary directory, removed afterwards)")
 	push := fs.Bool("push", true, "run the dev mesh with push delivery on, as the dev command does (--push=false: off)")
+	auditOn := fs.Bool("audit", true, "run the dev mesh with the audit log on, as the dev command does (--audit=false: off, to measure its cost)")
 	otlpSink := fs.Bool("otlp-sink", false, "trace the dev mesh, exporting over OTLP/HTTP to a receiver on loopback that counts and drops the spans (the cost of tracing, without a Jaeger)")
 	method := fs.String("method", bench.MethodSend03, `JSON-RPC method: "message/send" (0.3 body) or "SendMessage" (1.0 body); both servers get the same`)
 	bindingsFlag := fs.String("binding", bench.BindingJSONRPC, `comma-separated bindings to load, each against a2a-go's server for the same binding:`+
@@ -135,9 +136,9 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		defer stopTracing()
 		// As `dev` runs by default: push delivery on (its dispatcher reads
-		// every event), no auth, no rate limit.
+		// every event), the audit log on, no auth, no rate limit.
 		m, err := mesh.Start(ctx, mesh.Config{Listen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir, Logger: logger,
-			Edge: edge.Config{Push: edge.PushConfig{Enabled: *push}}})
+			Edge: edge.Config{Push: edge.PushConfig{Enabled: *push}}, Audit: *auditOn})
 		if err != nil {
 			return fmt.Errorf("starting dev mesh: %w", err)
 		}

@@ -69,6 +69,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg := mesh.Config{
 		Listen: *ef.listen, GRPCListen: *ef.grpcListen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, DelegateWait: delegateWait(), SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
+		Audit: *ef.audit, AuditRetention: *ef.auditRetention,
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, AgentRetention: *agentRetention, MaxTasks: *maxTasks},
 	}
 	m, err := mesh.Start(ctx, cfg)

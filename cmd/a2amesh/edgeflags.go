@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/policy"
@@ -30,6 +31,8 @@ type edgeFlags struct {
 	cardKeys                              *string
 	authFile                              *string
 	policyFile                            *string
+	audit                                 *bool
+	auditRetention                        *time.Duration
 	oidcIssuer, oidcAudience, oidcAlgs    *string
 	oidcPrincipal, oidcGrants             *string
 	rateLimit                             *float64
@@ -108,6 +111,8 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		oidcAlgs:        fs.String("oidc-algorithms", envOr("A2AMESH_OIDC_ALGORITHMS", "RS256,ES256"), "with --oidc-issuer: signature algorithms accepted, comma-separated; none is never accepted (env A2AMESH_OIDC_ALGORITHMS)"),
 		oidcPrincipal:   fs.String("oidc-principal-claim", envOr("A2AMESH_OIDC_PRINCIPAL_CLAIM", "sub"), "with --oidc-issuer: the claim that names the caller: the principal tasks belong to and the policy's principal:NAME (env A2AMESH_OIDC_PRINCIPAL_CLAIM)"),
 		oidcGrants:      fs.String("oidc-grants-claim", envOr("A2AMESH_OIDC_GRANTS_CLAIM", ""), "with --oidc-issuer: the claim holding the caller's scopes or roles, which the policy's scope:NAME and role:NAME match: a space-separated string or an array (env A2AMESH_OIDC_GRANTS_CLAIM; default: scope, else scp)"),
+		audit:           fs.Bool("audit", os.Getenv("A2AMESH_AUDIT") != "false", "keep an audit log: every state-changing call (send, cancel, push config set and delete, agent removal) and every denial, with who, from where, which agent and task, the method, the binding, the outcome and the trace id, never secrets, tokens or message content, in the JetStream stream A2A_AUDIT; appended in the background, never waited for; read with a2amesh audit or GET /ops/v1/audit; --audit=false turns it off (env A2AMESH_AUDIT)"),
+		auditRetention:  fs.Duration("audit-retention", envDuration("A2AMESH_AUDIT_RETENTION", audit.DefaultRetention), "keep audit entries this long (env A2AMESH_AUDIT_RETENTION)"),
 		policyFile:      fs.String("policy", envOr("A2AMESH_POLICY", ""), "access policy: a file of \"allow WHO AGENTS ACTIONS\" rules saying which principals, scopes or roles may send, read, cancel, configure push, read the extended card of, or use the operator API on which agents; what no rule allows is denied (403, PERMISSION_DENIED, JSON-RPC -31403). Read again when it changes or on SIGHUP; a change that does not parse keeps the policy in force and is logged; a file that does not parse at start stops the edge (env A2AMESH_POLICY; default: none, every caller may do everything; docs/configuration.md#access-policy)"),
 		console:         fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
 		jaegerUI:        fs.String("jaeger-ui", envOr("A2AMESH_JAEGER_UI", ""), "base URL of a Jaeger UI (e.g. http://127.0.0.1:16686): the console's task view links to the task's trace there (env A2AMESH_JAEGER_UI; default: no link)"),

@@ -26,6 +26,7 @@ import (
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
 	"github.com/a2amesh/a2amesh/agentrt/proxy"
+	"github.com/a2amesh/a2amesh/audit"
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/edge"
 	"github.com/a2amesh/a2amesh/internal/metrics"
@@ -507,6 +508,9 @@ func runEdge(ctx context.Context, args []string) error {
 		_ = table.Run(rctx) // returns when rctx ends; retries its watch meanwhile
 	}()
 	cfg.Store, cfg.Registry, cfg.Logger = b, table, log
+	if *ef.audit {
+		cfg.Audit = audit.New(b.Bus(), *ef.auditRetention, log) // published by e.Run below
+	}
 	// Push delivery (--push) runs beside the HTTP server; the edge serves
 	// the push-config methods from it.
 	pusher, err := edge.NewPushDeliverer(cfg)
@@ -518,7 +522,7 @@ func runEdge(ctx context.Context, args []string) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = e.RunLimits(rctx) // rate limits shared with the other edges (--rate-limit-scope), until rctx ends
+		_ = e.Run(rctx) // rate limits shared with the other edges (--rate-limit-scope), the audit log, until rctx ends
 	}()
 	gate.Open(e)
 	opened.Store(true)

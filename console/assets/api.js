@@ -1,7 +1,9 @@
 // How the console talks to the edge that served it: the operator API
-// (/ops/v1) and the agents' JSON-RPC endpoints, with the tab's API key.
-// The key lives in sessionStorage only: it goes in the X-Api-Key header,
-// never in a URL or a cookie, and is gone when the tab closes.
+// (/ops/v1) and the agents' JSON-RPC endpoints, with the tab's credential:
+// an API key or a bearer token (a JWT of the edge's --oidc-issuer), both
+// sent as Authorization: Bearer, which the edge reads either way. It lives
+// in sessionStorage only, never in a URL or a cookie, and is gone when the
+// tab closes.
 
 // root is the edge's base URL: the console is served at <root>console/.
 const root = new URL('../', document.baseURI);
@@ -37,7 +39,7 @@ export class RPCError extends Error {
 function headers(extra) {
   const h = new Headers(extra);
   const key = getKey();
-  if (key) h.set('X-Api-Key', key);
+  if (key) h.set('Authorization', 'Bearer ' + key);
   return h;
 }
 

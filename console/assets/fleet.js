@@ -39,7 +39,7 @@ export function startFleet({ body, state }, onAgents) {
   }, (err) => {
     state.className = 'error';
     if (err instanceof HTTPError && err.status === 401) {
-      state.textContent = 'The edge asks for an API key: enter one above.';
+      state.textContent = 'The edge asks for an API key or a bearer token: enter one above.';
       render([]);
       return 'stop';
     }

@@ -57,7 +57,7 @@ export function startTasks(el) {
   }, (err) => {
     el.status.className = 'error';
     if (err.status === 401) {
-      el.status.textContent = 'The edge asks for an API key: enter one above.';
+      el.status.textContent = 'The edge asks for an API key or a bearer token: enter one above.';
       render([]);
       return 'stop';
     }
