@@ -365,6 +365,14 @@ func (h startingHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"reason": "stopping: still serving, but route new calls to another edge"})
 		return
 	}
+	if h.draining != nil && h.draining.Load() && r.ProtoMajor == 1 {
+		// Draining: close this connection after its answer. Idle
+		// keep-alive connections are left open (not closed under a client
+		// that may be sending on one at that moment, which it cannot
+		// retry: a POST), each closed after its next answer or at the end
+		// of the drain.
+		w.Header().Set("Connection", "close")
+	}
 	if h.opened.Load() || !isHealth {
 		h.next.ServeHTTP(w, r)
 		return
@@ -569,8 +577,7 @@ func drainFor(d time.Duration, draining *atomic.Bool, srv *http.Server, served <
 	if d <= 0 {
 		return
 	}
-	draining.Store(true)
-	srv.SetKeepAlivesEnabled(false)
+	draining.Store(true) // startingHealth closes each connection after its next answer
 	log.Info("draining: /healthz answers 503; still serving", "for", d)
 	t := time.NewTimer(d)
 	defer t.Stop()
