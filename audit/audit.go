@@ -9,12 +9,14 @@
 // content.
 //
 // Appending never makes a call wait: Record queues the entry in memory and
-// a publisher sends it with an asynchronous JetStream publish. The queue
-// is bounded (QueueSize); an entry that finds it full is dropped and
-// counted (Dropped), and the publisher logs the drops.
+// a publisher sends the queued entries of each agent together, as JSON
+// lines in one message, every 100 ms, with an asynchronous JetStream
+// publish. The queue is bounded (QueueSize); an entry that finds it full
+// is dropped and counted (Dropped), and the publisher logs the drops.
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,49 +162,79 @@ func (l *Log) Run(ctx context.Context) error {
 		wait = min(2*wait, 5*time.Second)
 	}
 	js := l.b.JetStream()
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
+	warn := time.NewTicker(10 * time.Second)
+	defer warn.Stop()
+	flush := time.NewTicker(batchEvery)
+	defer flush.Stop()
 	var lastDropped, lastFailed uint64
-	publish := func(e Entry) {
-		data, err := json.Marshal(e)
+	batches := map[string]*batch{} // by subject
+	send := func(subj string, b *batch) {
+		f, err := js.PublishAsync(subj, b.data.Bytes())
+		n := uint64(b.n)
+		b.data.Reset()
+		b.n = 0
 		if err != nil {
-			return
-		}
-		f, err := js.PublishAsync(subject(e.Agent), data)
-		if err != nil {
-			l.failed.Add(1)
+			l.failed.Add(n)
 			return
 		}
 		go func() {
 			select {
 			case <-f.Ok():
-				l.written.Add(1)
+				l.written.Add(n)
 			case <-f.Err():
-				l.failed.Add(1)
+				l.failed.Add(n)
 			}
 		}()
+	}
+	add := func(e Entry) {
+		line, err := json.Marshal(e)
+		if err != nil {
+			return
+		}
+		subj := subject(e.Agent)
+		b := batches[subj]
+		if b == nil {
+			b = &batch{}
+			batches[subj] = b
+		}
+		b.data.Write(line)
+		b.data.WriteByte('\n')
+		if b.n++; b.n >= batchMax || b.data.Len() >= batchBytes {
+			send(subj, b)
+		}
+	}
+	flushAll := func() {
+		for subj, b := range batches {
+			if b.n > 0 {
+				send(subj, b)
+			}
+		}
 	}
 	for {
 		select {
 		case e := <-l.q:
-			publish(e)
-		case <-tick.C:
+			add(e)
+		case <-flush.C:
+			flushAll()
+		case <-warn.C:
 			if d, f := l.dropped.Load(), l.failed.Load(); d != lastDropped || f != lastFailed {
 				l.log.Warn("audit: entries lost", "dropped_queue_full", d-lastDropped, "failed_publish", f-lastFailed)
 				lastDropped, lastFailed = d, f
 			}
 		case <-ctx.Done():
 			deadline := time.After(2 * time.Second)
+		drain:
 			for {
 				select {
 				case e := <-l.q:
-					publish(e)
-					continue
+					add(e)
 				case <-deadline:
+					break drain
 				default:
+					break drain
 				}
-				break
 			}
+			flushAll()
 			select {
 			case <-js.PublishAsyncComplete():
 			case <-time.After(2 * time.Second):
@@ -210,6 +242,20 @@ func (l *Log) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// Batching: the entries of one agent are published together, as JSON
+// lines in one message, every batchEvery or once batchMax entries (or
+// batchBytes) are waiting: one stored message per batch, not per call.
+const (
+	batchEvery = 100 * time.Millisecond
+	batchMax   = 256
+	batchBytes = 256 << 10
+)
+
+type batch struct {
+	data bytes.Buffer
+	n    int
 }
 
 // Filter selects entries to read.
@@ -291,8 +337,12 @@ func Read(ctx context.Context, b *bus.Bus, f Filter, keep func(Entry) bool) ([]E
 			if err != nil {
 				continue
 			}
-			var e Entry
-			if json.Unmarshal(m.Data(), &e) == nil && f.matches(e) && (keep == nil || keep(e)) {
+			for _, line := range bytes.Split(m.Data(), []byte("\n")) {
+				var e Entry
+				if len(line) == 0 || json.Unmarshal(line, &e) != nil || !f.matches(e) || (keep != nil && !keep(e)) ||
+					(!f.Since.IsZero() && e.Time.Before(f.Since)) {
+					continue
+				}
 				if len(out) == f.Limit {
 					return out, true, nil
 				}
