@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/registry"
+	"github.com/a2amesh/a2amesh/taskstore"
 )
 
 const agentsDesc = "list the agents the mesh knows, with their live workers and queues, or remove one"
@@ -81,17 +82,10 @@ func agentsCmd(ctx context.Context, args []string, out io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("want list, or remove <agent>, not %q", op)}
 	}
-	if err := nf.check(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, agentsWait)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, closeBus, err := nf.openBus(ctx, "a2amesh-agents", log, nil)
+	store, closeBus, err := nf.openTool(ctx, "a2amesh-agents")
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("NATS at %s did not answer within %v", *nf.url, agentsWait)
-		}
 		return err
 	}
 	defer closeBus()
@@ -176,4 +170,22 @@ func listAgents(ctx context.Context, b *bus.Bus, asJSON bool, out io.Writer) err
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Workers, r.Queued, r.InFlight, r.LastSeen.Format(time.RFC3339), status)
 	}
 	return tw.Flush()
+}
+
+// openTool opens the bus for a command that reads or changes the mesh
+// from outside it (agents, audit), within ctx's bound (agentsWait),
+// logging only warnings.
+func (f *natsFlags) openTool(ctx context.Context, name string) (*taskstore.Store, func(), error) {
+	if err := f.check(); err != nil {
+		return nil, nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, closeBus, err := f.openBus(ctx, name, log, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("NATS at %s did not answer within %v", *f.url, agentsWait)
+		}
+		return nil, nil, err
+	}
+	return store, closeBus, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -50,17 +49,10 @@ func auditCmd(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--%w", err)}
 	}
-	if err := nf.check(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, agentsWait)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, closeBus, err := nf.openBus(ctx, "a2amesh-audit", log, nil)
+	store, closeBus, err := nf.openTool(ctx, "a2amesh-audit")
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("NATS at %s did not answer within %v", *nf.url, agentsWait)
-		}
 		return err
 	}
 	defer closeBus()

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 // Version is the Hydra scripts/hydra.sh builds.
@@ -32,16 +34,7 @@ func Binary() string {
 	if p := os.Getenv("A2AMESH_HYDRA_BIN"); p != "" {
 		return p
 	}
-	cache := os.Getenv("A2AMESH_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "a2amesh")
-	}
-	return filepath.Join(cache, "hydra-"+Version, "hydra")
+	return filepath.Join(testbin.CacheDir(), "hydra-"+Version, "hydra")
 }
 
 // Hydra is a running Hydra.

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/testbin"
 )
 
 // Version is the Jaeger build scripts/jaeger.sh makes (the v1.76.0 module
@@ -29,16 +31,7 @@ func Binary() string {
 	if p := os.Getenv("A2AMESH_JAEGER_BIN"); p != "" {
 		return p
 	}
-	cache := os.Getenv("A2AMESH_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "a2amesh")
-	}
-	return filepath.Join(cache, "jaeger-"+Version, "jaeger")
+	return filepath.Join(testbin.CacheDir(), "jaeger-"+Version, "jaeger")
 }
 
 // config is Jaeger v2's configuration: in-memory storage, OTLP/HTTP in,

@@ -90,3 +90,18 @@ func Build(t testing.TB, pkg string, race ...bool) string {
 	t.Logf("built %s (race detector: %v) in %v", pkg, withRace, time.Since(start).Round(time.Millisecond))
 	return out
 }
+
+// CacheDir is where the suite caches the binaries it builds once (Jaeger,
+// Hydra): $A2AMESH_CACHE, else the user's cache directory under a2amesh/,
+// as scripts/jaeger.sh and scripts/hydra.sh put them.
+func CacheDir() string {
+	if c := os.Getenv("A2AMESH_CACHE"); c != "" {
+		return c
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "a2amesh")
+}
