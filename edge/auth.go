@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -404,10 +406,49 @@ func unauthorized(w http.ResponseWriter, ref refusals, id identity, err error) {
 type identity struct {
 	keys   *Auth
 	tokens *tokens.Verifier
+	// certs names callers by their verified TLS client certificates
+	// ("": off; see Config.ClientCertPrincipal).
+	certs string
 }
 
 // on reports whether calls need a credential.
-func (id identity) on() bool { return id.keys != nil || id.tokens != nil }
+func (id identity) on() bool { return id.keys != nil || id.tokens != nil || id.certs != "" }
+
+// Where a client certificate's principal is read from (Config.ClientCertPrincipal).
+const (
+	CertPrincipalSAN = "san" // the first URI SAN (a SPIFFE id), else DNS SAN, else email SAN
+	CertPrincipalCN  = "cn"  // the subject's common name
+)
+
+// certPrincipal names the caller of a verified client certificate ("" for
+// none that names one).
+func certPrincipal(from string, cert *x509.Certificate) string {
+	if from == CertPrincipalCN {
+		return cert.Subject.CommonName
+	}
+	switch {
+	case len(cert.URIs) > 0:
+		return cert.URIs[0].String()
+	case len(cert.DNSNames) > 0:
+		return cert.DNSNames[0]
+	case len(cert.EmailAddresses) > 0:
+		return cert.EmailAddresses[0]
+	}
+	return ""
+}
+
+// fromCert returns the caller a verified TLS connection's client
+// certificate names; ok is false when there is none (or mTLS is off).
+func (id identity) fromCert(state *tls.ConnectionState) (policy.Caller, bool) {
+	if id.certs == "" || state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
+		return policy.Caller{}, false
+	}
+	p := certPrincipal(id.certs, state.VerifiedChains[0][0])
+	if p == "" || len(p) > 256 {
+		return policy.Caller{}, false
+	}
+	return policy.Caller{Principal: p}, true
+}
 
 // wanted says what credential the edge takes, for a 401's message.
 func (id identity) wanted() string {
@@ -416,6 +457,8 @@ func (id identity) wanted() string {
 		return "send an API key in " + APIKeyHeader + " or Authorization: Bearer <key or token>"
 	case id.tokens != nil:
 		return "send Authorization: Bearer <token> with a token of " + id.tokens.Issuer()
+	case id.keys == nil && id.certs != "":
+		return "connect with a client certificate the edge trusts"
 	}
 	return "send an API key in " + APIKeyHeader + " or Authorization: Bearer"
 }
@@ -433,7 +476,15 @@ func (b *badToken) Error() string { return "invalid token: " + b.reason }
 // (looking like a JWT, with an issuer configured) a token. Errors:
 // errNoCredential, *badToken, or one wrapping tokens.ErrUnavailable (the
 // issuer is down: retry).
-func (id identity) identify(ctx context.Context, apiKey, authorization string) (policy.Caller, error) {
+func (id identity) identify(ctx context.Context, apiKey, authorization string, state *tls.ConnectionState) (policy.Caller, error) {
+	if apiKey == "" && authorization == "" {
+		// No credential in the call: a verified client certificate, if
+		// the connection has one, names the caller.
+		if c, ok := id.fromCert(state); ok {
+			return c, nil
+		}
+		return policy.Caller{}, errNoCredential
+	}
 	if id.keys != nil {
 		if p, ok := id.keys.AuthenticateCredential(apiKey, authorization); ok {
 			return id.keys.Caller(p), nil

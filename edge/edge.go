@@ -65,6 +65,12 @@ type Config struct {
 	// Tokens, when set, accepts bearer tokens (JWTs) of an OpenID Connect
 	// issuer beside or instead of API keys (package tokens).
 	Tokens *tokens.Verifier
+	// ClientCertPrincipal, when set (CertPrincipalSAN or CertPrincipalCN),
+	// names a caller that sends no credential by its TLS client
+	// certificate, verified by the host's tls.Config (ClientCAs,
+	// VerifyClientCertIfGiven) on HTTP and gRPC: its first URI, DNS or
+	// email SAN, or its subject's common name.
+	ClientCertPrincipal string
 	// Policy decides what each caller may do to which agent (package
 	// policy): the service asks it for every call of every binding, and
 	// GET /agents, the mesh card and the operator API show each caller
@@ -166,7 +172,7 @@ func New(cfg Config) *Edge {
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	e := &Edge{cfg: cfg, bus: cfg.Store.Bus(), store: cfg.Store, reg: cfg.Registry, log: cfg.Logger, mux: http.NewServeMux(),
-		id: identity{keys: cfg.Auth, tokens: cfg.Tokens}}
+		id: identity{keys: cfg.Auth, tokens: cfg.Tokens, certs: cfg.ClientCertPrincipal}}
 	if cfg.Limits.Rate > 0 {
 		e.limiter = newLimiter(cfg.Limits, nil)
 	}
@@ -402,7 +408,7 @@ func (e *Edge) visible(r *http.Request, agents []registry.Listed) []registry.Lis
 	}
 	caller := callerFrom(r.Context())
 	if caller.Principal == "" && e.id.on() {
-		if c, err := e.id.identify(r.Context(), r.Header.Get(APIKeyHeader), r.Header.Get("Authorization")); err == nil {
+		if c, err := e.id.identify(r.Context(), r.Header.Get(APIKeyHeader), r.Header.Get("Authorization"), r.TLS); err == nil {
 			caller = c
 		}
 	}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"math"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -225,7 +227,7 @@ func (s *grpcService) admit(ctx context.Context, e *Edge) (context.Context, erro
 	md, _ := metadata.FromIncomingContext(ctx)
 	principal := ""
 	if e.id.on() {
-		c, err := e.id.identify(ctx, first(md, grpcMDAPIKey), first(md, grpcMDAuthorization))
+		c, err := e.id.identify(ctx, first(md, grpcMDAPIKey), first(md, grpcMDAuthorization), peerTLS(ctx))
 		var bad *badToken
 		switch {
 		case errors.Is(err, tokens.ErrUnavailable):
@@ -267,6 +269,16 @@ func peerAddr(ctx context.Context) string {
 		return pr.Addr.String()
 	}
 	return ""
+}
+
+// peerTLS is the gRPC connection's TLS state (nil without TLS).
+func peerTLS(ctx context.Context) *tls.ConnectionState {
+	if pr, ok := peer.FromContext(ctx); ok {
+		if info, ok := pr.AuthInfo.(credentials.TLSInfo); ok {
+			return &info.State
+		}
+	}
+	return nil
 }
 
 // first is the first value of key in md ("" for none).

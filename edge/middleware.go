@@ -113,7 +113,7 @@ func (e *Edge) authenticate(ref refusals, h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := e.id.identify(r.Context(), r.Header.Get(APIKeyHeader), r.Header.Get("Authorization"))
+		c, err := e.id.identify(r.Context(), r.Header.Get(APIKeyHeader), r.Header.Get("Authorization"), r.TLS)
 		switch {
 		case errors.Is(err, tokens.ErrUnavailable):
 			e.log.Warn("auth: the token issuer cannot be reached", "err", err)

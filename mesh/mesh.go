@@ -15,6 +15,7 @@ package mesh
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/a2amesh/a2amesh/agentrt"
 	"github.com/a2amesh/a2amesh/agentrt/agents"
@@ -74,6 +76,10 @@ type Config struct {
 	// Bus sets the bus's JetStream settings (ack wait, retention, task
 	// limits; see bus.Config; zero fields take bus.DefaultConfig's).
 	Bus bus.Config
+	// TLS, when set, is what the edge serves HTTPS and gRPC with (its
+	// certificate; with ClientCAs and a ClientAuth that verifies, client
+	// certificates, which Edge.ClientCertPrincipal turns into principals).
+	TLS *tls.Config
 	// Audit turns on the audit log (package audit): the edge records every
 	// state-changing call and every denial in the stream A2A_AUDIT, kept
 	// for AuditRetention (0: audit.DefaultRetention).
@@ -94,6 +100,7 @@ type Mesh struct {
 	ln     net.Listener
 	grpc   *grpc.Server
 	grpcLn net.Listener
+	scheme string // of URL: http, or https with Config.TLS
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
@@ -128,6 +135,10 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 	// Take the HTTP port first: a busy port fails before anything starts.
 	if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("mesh: listen: %w", err)
+	}
+	m.scheme = "http"
+	if cfg.TLS != nil {
+		m.ln, m.scheme = tls.NewListener(m.ln, cfg.TLS), "https"
 	}
 	if cfg.GRPCListen != "" {
 		if m.grpcLn, err = net.Listen("tcp", cfg.GRPCListen); err != nil {
@@ -240,7 +251,11 @@ func Start(ctx context.Context, cfg Config) (_ *Mesh, err error) {
 		}
 	}()
 	if m.grpcLn != nil {
-		m.grpc = e.GRPCServer()
+		var opts []grpc.ServerOption
+		if cfg.TLS != nil {
+			opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+		}
+		m.grpc = e.GRPCServer(opts...)
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
@@ -279,7 +294,7 @@ func waitAgents(ctx context.Context, t *registry.Table, want map[string]agentrt.
 }
 
 // URL is the edge's base URL.
-func (m *Mesh) URL() string { return "http://" + m.ln.Addr().String() }
+func (m *Mesh) URL() string { return m.scheme + "://" + m.ln.Addr().String() }
 
 // GRPCAddr is the address the edge serves gRPC at (host:port; "" when
 // Config.GRPCListen was not set).

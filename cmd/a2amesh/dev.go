@@ -60,6 +60,10 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	tlsCfg, err := ef.tlsConfig()
+	if err != nil {
+		return err
+	}
 	go watchPolicy(ctx, ecfg.Policy)
 	stopTracing, err := startTracing(ctx, tracing.ServiceDev, log)
 	if err != nil {
@@ -69,7 +73,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg := mesh.Config{
 		Listen: *ef.listen, GRPCListen: *ef.grpcListen, DataDir: *data, NATSListen: *natsListen, Edge: ecfg,
 		TaskTimeout: *timeout, DelegateWait: delegateWait(), SyncAlways: *syncAlways, Logger: log, LostGrace: ef.grace(),
-		Audit: *ef.audit, AuditRetention: *ef.auditRetention,
+		Audit: *ef.audit, AuditRetention: *ef.auditRetention, TLS: tlsCfg,
 		Bus: bus.Config{AckWait: *ackWait, Retention: *retention, AgentRetention: *agentRetention, MaxTasks: *maxTasks},
 	}
 	m, err := mesh.Start(ctx, cfg)

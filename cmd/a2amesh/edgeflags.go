@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +34,8 @@ type edgeFlags struct {
 	authFile                              *string
 	policyFile                            *string
 	audit                                 *bool
+	tlsCert, tlsKey, tlsClientCA          *string
+	tlsClientPrincipal                    *string
 	auditRetention                        *time.Duration
 	oidcIssuer, oidcAudience, oidcAlgs    *string
 	oidcPrincipal, oidcGrants             *string
@@ -100,24 +104,28 @@ func addEdgeFlags(fs *flag.FlagSet, defaultAgent string) *edgeFlags {
 		// auth every client behind one NAT, proxy or ingress is one IP and
 		// would share one bucket, and load tests (bench) drive an edge from
 		// one host; the rate a principal deserves is the operator's call.
-		rateLimit:       fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "calls per second allowed per principal (per client IP without auth), over every binding; across the whole fleet of edges on one NATS (see --rate-limit-scope); past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
-		rateBurst:       fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
-		rateScope:       fs.String("rate-limit-scope", envOr("A2AMESH_RATE_LIMIT_SCOPE", "fleet"), `"fleet": --rate-limit holds for the edges together, which tell each other over NATS every 100ms what they admitted (no NATS round trip on a call; an edge that hears nothing limits on its own); "edge": each edge limits on its own, so N edges admit up to N×rate (env A2AMESH_RATE_LIMIT_SCOPE)`),
-		push:            addPushFlags(fs),
-		lostGrace:       fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop, for workers of releases that do not record their agent; agents of this release stay known for --agent-retention whatever their workers do; 0 turns it off (env A2AMESH_LOST_GRACE)"),
-		blockingTimeout: fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
-		oidcIssuer:      fs.String("oidc-issuer", envOr("A2AMESH_OIDC_ISSUER", ""), "accept bearer tokens (JWTs) of this OpenID Connect issuer, beside or instead of API keys: its URL exactly as its tokens' iss says it; the edge reads its discovery document and key set (cached; read again for an unknown key id; an issuer that is down answers 503, retry) and checks signature, iss, aud, exp and nbf (30 s skew) (env A2AMESH_OIDC_ISSUER; default: no tokens)"),
-		oidcAudience:    fs.String("oidc-audience", envOr("A2AMESH_OIDC_AUDIENCE", ""), "with --oidc-issuer: what a token's aud must contain (required with it) (env A2AMESH_OIDC_AUDIENCE)"),
-		oidcAlgs:        fs.String("oidc-algorithms", envOr("A2AMESH_OIDC_ALGORITHMS", "RS256,ES256"), "with --oidc-issuer: signature algorithms accepted, comma-separated; none is never accepted (env A2AMESH_OIDC_ALGORITHMS)"),
-		oidcPrincipal:   fs.String("oidc-principal-claim", envOr("A2AMESH_OIDC_PRINCIPAL_CLAIM", "sub"), "with --oidc-issuer: the claim that names the caller: the principal tasks belong to and the policy's principal:NAME (env A2AMESH_OIDC_PRINCIPAL_CLAIM)"),
-		oidcGrants:      fs.String("oidc-grants-claim", envOr("A2AMESH_OIDC_GRANTS_CLAIM", ""), "with --oidc-issuer: the claim holding the caller's scopes or roles, which the policy's scope:NAME and role:NAME match: a space-separated string or an array (env A2AMESH_OIDC_GRANTS_CLAIM; default: scope, else scp)"),
-		audit:           fs.Bool("audit", os.Getenv("A2AMESH_AUDIT") != "false", "keep an audit log: every state-changing call (send, cancel, push config set and delete, agent removal) and every denial, with who, from where, which agent and task, the method, the binding, the outcome and the trace id, never secrets, tokens or message content, in the JetStream stream A2A_AUDIT; appended in the background, never waited for; read with a2amesh audit or GET /ops/v1/audit; --audit=false turns it off (env A2AMESH_AUDIT)"),
-		auditRetention:  fs.Duration("audit-retention", envDuration("A2AMESH_AUDIT_RETENTION", audit.DefaultRetention), "keep audit entries this long (env A2AMESH_AUDIT_RETENTION)"),
-		policyFile:      fs.String("policy", envOr("A2AMESH_POLICY", ""), "access policy: a file of \"allow WHO AGENTS ACTIONS\" rules saying which principals, scopes or roles may send, read, cancel, configure push, read the extended card of, or use the operator API on which agents; what no rule allows is denied (403, PERMISSION_DENIED, JSON-RPC -31403). Read again when it changes or on SIGHUP; a change that does not parse keeps the policy in force and is logged; a file that does not parse at start stops the edge (env A2AMESH_POLICY; default: none, every caller may do everything; docs/configuration.md#access-policy)"),
-		console:         fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
-		jaegerUI:        fs.String("jaeger-ui", envOr("A2AMESH_JAEGER_UI", ""), "base URL of a Jaeger UI (e.g. http://127.0.0.1:16686): the console's task view links to the task's trace there (env A2AMESH_JAEGER_UI; default: no link)"),
-		jaegerQuery:     fs.String("jaeger-query", envOr("A2AMESH_JAEGER_QUERY", ""), "base URL of Jaeger's HTTP query API (e.g. http://127.0.0.1:16686): the edge reads a task's spans from it for the console's trace waterfall, GET /ops/v1/tasks/{id}/trace (env A2AMESH_JAEGER_QUERY; default: no waterfall)"),
-		metrics:         fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
+		rateLimit:          fs.Float64("rate-limit", envFloat("A2AMESH_RATE_LIMIT", 0), "calls per second allowed per principal (per client IP without auth), over every binding; across the whole fleet of edges on one NATS (see --rate-limit-scope); past it: HTTP 429 with Retry-After, error -32029 (env A2AMESH_RATE_LIMIT; default 0: off)"),
+		rateBurst:          fs.Int("rate-burst", envInt("A2AMESH_RATE_BURST", 0), "calls a principal may make at once before --rate-limit applies (env A2AMESH_RATE_BURST; default 2×rate)"),
+		rateScope:          fs.String("rate-limit-scope", envOr("A2AMESH_RATE_LIMIT_SCOPE", "fleet"), `"fleet": --rate-limit holds for the edges together, which tell each other over NATS every 100ms what they admitted (no NATS round trip on a call; an edge that hears nothing limits on its own); "edge": each edge limits on its own, so N edges admit up to N×rate (env A2AMESH_RATE_LIMIT_SCOPE)`),
+		push:               addPushFlags(fs),
+		lostGrace:          fs.Duration("lost-grace", envDuration("A2AMESH_LOST_GRACE", registry.DefaultLostGrace), "keep routing to an agent this long after its last worker stopped answering without a clean stop, for workers of releases that do not record their agent; agents of this release stay known for --agent-retention whatever their workers do; 0 turns it off (env A2AMESH_LOST_GRACE)"),
+		blockingTimeout:    fs.Duration("blocking-timeout", envDuration("A2AMESH_BLOCKING_TIMEOUT", edge.DefaultBlockingTimeout), "a blocking send (SendMessage, message/send, tasks/send) waits this long for its task to finish or ask for input, then answers with the task as it stands (submitted or working), which stays queued and runs when a worker takes it: poll it with GetTask or follow it with SubscribeToTask; 0 waits without bound (env A2AMESH_BLOCKING_TIMEOUT)"),
+		oidcIssuer:         fs.String("oidc-issuer", envOr("A2AMESH_OIDC_ISSUER", ""), "accept bearer tokens (JWTs) of this OpenID Connect issuer, beside or instead of API keys: its URL exactly as its tokens' iss says it; the edge reads its discovery document and key set (cached; read again for an unknown key id; an issuer that is down answers 503, retry) and checks signature, iss, aud, exp and nbf (30 s skew) (env A2AMESH_OIDC_ISSUER; default: no tokens)"),
+		oidcAudience:       fs.String("oidc-audience", envOr("A2AMESH_OIDC_AUDIENCE", ""), "with --oidc-issuer: what a token's aud must contain (required with it) (env A2AMESH_OIDC_AUDIENCE)"),
+		oidcAlgs:           fs.String("oidc-algorithms", envOr("A2AMESH_OIDC_ALGORITHMS", "RS256,ES256"), "with --oidc-issuer: signature algorithms accepted, comma-separated; none is never accepted (env A2AMESH_OIDC_ALGORITHMS)"),
+		oidcPrincipal:      fs.String("oidc-principal-claim", envOr("A2AMESH_OIDC_PRINCIPAL_CLAIM", "sub"), "with --oidc-issuer: the claim that names the caller: the principal tasks belong to and the policy's principal:NAME (env A2AMESH_OIDC_PRINCIPAL_CLAIM)"),
+		oidcGrants:         fs.String("oidc-grants-claim", envOr("A2AMESH_OIDC_GRANTS_CLAIM", ""), "with --oidc-issuer: the claim holding the caller's scopes or roles, which the policy's scope:NAME and role:NAME match: a space-separated string or an array (env A2AMESH_OIDC_GRANTS_CLAIM; default: scope, else scp)"),
+		tlsCert:            fs.String("tls-cert", envOr("A2AMESH_TLS_CERT", ""), "serve HTTPS and gRPC over TLS with this PEM certificate (chain) file, with --tls-key (env A2AMESH_TLS_CERT; default: plain HTTP and gRPC, for a TLS-terminating proxy in front)"),
+		tlsKey:             fs.String("tls-key", envOr("A2AMESH_TLS_KEY", ""), "the PEM private key of --tls-cert (env A2AMESH_TLS_KEY; default: none)"),
+		tlsClientCA:        fs.String("tls-client-ca", envOr("A2AMESH_TLS_CLIENT_CA", ""), "with --tls-cert: verify client certificates against these PEM CA certificates, and name a caller that sends no other credential by its certificate (--tls-client-principal); a certificate that does not verify fails the handshake (env A2AMESH_TLS_CLIENT_CA; default: no client certificates)"),
+		tlsClientPrincipal: fs.String("tls-client-principal", envOr("A2AMESH_TLS_CLIENT_PRINCIPAL", edge.CertPrincipalSAN), "with --tls-client-ca: the principal a client certificate names: san (its first URI SAN, a SPIFFE id, else DNS, else email SAN) or cn (its subject's common name) (env A2AMESH_TLS_CLIENT_PRINCIPAL)"),
+		audit:              fs.Bool("audit", os.Getenv("A2AMESH_AUDIT") != "false", "keep an audit log: every state-changing call (send, cancel, push config set and delete, agent removal) and every denial, with who, from where, which agent and task, the method, the binding, the outcome and the trace id, never secrets, tokens or message content, in the JetStream stream A2A_AUDIT; appended in the background, never waited for; read with a2amesh audit or GET /ops/v1/audit; --audit=false turns it off (env A2AMESH_AUDIT)"),
+		auditRetention:     fs.Duration("audit-retention", envDuration("A2AMESH_AUDIT_RETENTION", audit.DefaultRetention), "keep audit entries this long (env A2AMESH_AUDIT_RETENTION)"),
+		policyFile:         fs.String("policy", envOr("A2AMESH_POLICY", ""), "access policy: a file of \"allow WHO AGENTS ACTIONS\" rules saying which principals, scopes or roles may send, read, cancel, configure push, read the extended card of, or use the operator API on which agents; what no rule allows is denied (403, PERMISSION_DENIED, JSON-RPC -31403). Read again when it changes or on SIGHUP; a change that does not parse keeps the policy in force and is logged; a file that does not parse at start stops the edge (env A2AMESH_POLICY; default: none, every caller may do everything; docs/configuration.md#access-policy)"),
+		console:            fs.Bool("console", os.Getenv("A2AMESH_CONSOLE") != "false", "serve the web console at /console/ (static pages, public; the data it shows comes through the A2A endpoints and the operator API /ops/v1, with the user's key when --auth-file is set); --console=false turns it off (env A2AMESH_CONSOLE)"),
+		jaegerUI:           fs.String("jaeger-ui", envOr("A2AMESH_JAEGER_UI", ""), "base URL of a Jaeger UI (e.g. http://127.0.0.1:16686): the console's task view links to the task's trace there (env A2AMESH_JAEGER_UI; default: no link)"),
+		jaegerQuery:        fs.String("jaeger-query", envOr("A2AMESH_JAEGER_QUERY", ""), "base URL of Jaeger's HTTP query API (e.g. http://127.0.0.1:16686): the edge reads a task's spans from it for the console's trace waterfall, GET /ops/v1/tasks/{id}/trace (env A2AMESH_JAEGER_QUERY; default: no waterfall)"),
+		metrics:            fs.Bool("metrics", os.Getenv("A2AMESH_METRICS") != "false", "serve Prometheus metrics on GET /metrics of the listen address, without auth (counts only, no task data); --metrics=false turns them off (env A2AMESH_METRICS)"),
 	}
 }
 
@@ -209,6 +217,15 @@ func (f *edgeFlags) config(log *slog.Logger, newMetrics func() *metrics.Metrics)
 	} else if *f.oidcAudience != "" {
 		return c, errors.New("--oidc-audience is set but --oidc-issuer is not: name the issuer")
 	}
+	if *f.tlsClientCA != "" {
+		if *f.tlsCert == "" {
+			return c, errors.New("--tls-client-ca needs --tls-cert: client certificates come with TLS")
+		}
+		if p := *f.tlsClientPrincipal; p != edge.CertPrincipalSAN && p != edge.CertPrincipalCN {
+			return c, fmt.Errorf("--tls-client-principal must be san or cn, not %q", p)
+		}
+		c.ClientCertPrincipal = *f.tlsClientPrincipal
+	}
 	if *f.policyFile != "" {
 		if c.Policy, err = policy.Load(*f.policyFile, log); err != nil {
 			return c, fmt.Errorf("--policy: %w", err)
@@ -299,4 +316,33 @@ func (f *edgeFlags) grace() time.Duration {
 		return -1 // off
 	}
 	return *f.lostGrace
+}
+
+// tlsConfig is the TLS the edge serves with (nil: none): its certificate,
+// and the client CAs whose certificates it verifies when a client sends
+// one.
+func (f *edgeFlags) tlsConfig() (*tls.Config, error) {
+	if *f.tlsCert == "" && *f.tlsKey == "" {
+		return nil, nil
+	}
+	if *f.tlsCert == "" || *f.tlsKey == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(*f.tlsCert, *f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if *f.tlsClientCA != "" {
+		pem, err := os.ReadFile(*f.tlsClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-client-ca %s: no PEM certificate in it", *f.tlsClientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
 }

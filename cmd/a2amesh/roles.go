@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/nats-io/nats.go"
 
@@ -427,11 +428,20 @@ func runEdge(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
+	tlsCfg, err := ef.tlsConfig()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *ef.listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen: %w", err)
 	}
 	url := "http://" + ln.Addr().String()
+	var gopts []grpc.ServerOption
+	if tlsCfg != nil {
+		ln, url = tls.NewListener(ln, tlsCfg), "https://"+ln.Addr().String()
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
 	gate := edge.NewGate()
 	srv := edge.NewServer(gate, log)
 	// The gRPC binding (--grpc-listen) listens now too, a busy port failing
@@ -450,7 +460,7 @@ func runEdge(ctx context.Context, args []string) error {
 		if cfg.GRPCURL == "" {
 			cfg.GRPCURL = gln.Addr().String()
 		}
-		gsrv, gserved = gate.GRPCServer(cfg), make(chan struct{})
+		gsrv, gserved = gate.GRPCServer(cfg, gopts...), make(chan struct{})
 		go func() { gserveEr = gsrv.Serve(gln); close(gserved) }()
 		log.Info("a2amesh edge serving gRPC", "addr", gln.Addr().String())
 	}
