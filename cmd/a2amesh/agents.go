@@ -106,6 +106,9 @@ func removeAgent(ctx context.Context, b *bus.Bus, agent string, force bool, out 
 		}
 	}
 	removed, err := registry.Remove(ctx, b, agent)
+	if removed || err != nil {
+		auditCLI(ctx, b, "RemoveAgent", agent, err)
+	}
 	if err != nil {
 		return err
 	}

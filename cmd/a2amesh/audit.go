@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"text/tabwriter"
 	"time"
 
 	"github.com/a2amesh/a2amesh/audit"
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 const auditDesc = "read the audit log: state-changing calls and denials"
@@ -94,4 +96,24 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// auditCLI appends what a command changed from outside an edge (card key
+// rotation, agent removal) to the audit log, naming the operating-system
+// user and host it ran as; a failure to append is reported, not fatal.
+func auditCLI(ctx context.Context, b *bus.Bus, method, agent string, failed error) {
+	who := "cli"
+	if u, err := user.Current(); err == nil {
+		who = "cli:" + u.Username
+	}
+	if h, err := os.Hostname(); err == nil {
+		who += "@" + h
+	}
+	e := audit.Entry{Principal: who, Binding: "cli", Method: method, Agent: agent, Outcome: audit.OK}
+	if failed != nil {
+		e.Outcome = audit.Failed
+	}
+	if err := audit.Append(ctx, b, e); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: not recorded in the audit log: %v\n", err)
+	}
 }

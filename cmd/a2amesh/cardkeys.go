@@ -78,6 +78,11 @@ func runCardKeys(ctx context.Context, args []string) error {
 	case "retire":
 		keys, err = cardsig.Retire(ctx, st)
 	}
+	if op != "show" {
+		if ab, aerr := bus.Attach(nc, bus.Config{Replicas: *nf.replicas}); aerr == nil {
+			auditCLI(ctx, ab, map[string]string{"rotate": "RotateCardKeys", "retire": "RetireCardKeys"}[op], "", err)
+		}
+	}
 	if err != nil {
 		return err
 	}

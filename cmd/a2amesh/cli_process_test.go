@@ -236,8 +236,11 @@ func TestCLIProcess(t *testing.T) {
 		require.Equal(t, 0, r.code, "%v: %s", reply, r.stderr)
 		assert.Contains(t, r.stdout, "Hello, Bob!")
 
-		// slow, left running: both follow hints reach its task.
-		r = runBin(t, bin, menv, "send", "--agent", "slow", "--no-wait", "chunks=3 delay=100ms")
+		// slow, left running: both follow hints reach its task. It runs
+		// 3 s, longer than starting the follow command takes on a loaded
+		// machine (at 300 ms the task sometimes ended first in CI, and a
+		// stream of an ended task is -32004).
+		r = runBin(t, bin, menv, "send", "--agent", "slow", "--no-wait", "chunks=3 delay=1s")
 		require.Equal(t, 0, r.code, r.stderr)
 		slowTask := taskIDIn(t, r.stdout)
 		follow := hintAfter(t, r.stderr, "follow with: ", "")
