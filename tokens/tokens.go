@@ -8,6 +8,7 @@ package tokens
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,21 @@ type Verifier struct {
 	verifier *oidc.IDTokenVerifier
 	failedAt time.Time
 	lastErr  error
+
+	// seen caches tokens verified, by their SHA-256, until they expire: a
+	// token is immutable, so a caller's next call with it costs a hash,
+	// not a signature check. Bounded by seenMax.
+	seenMu sync.Mutex
+	seen   map[[sha256.Size]byte]seenToken
+}
+
+// seenMax bounds the verified-token cache.
+const seenMax = 10000
+
+type seenToken struct {
+	caller   policy.Caller
+	validTo  time.Time // exp + skew
+	validFor time.Time // nbf - skew
 }
 
 // New returns a Verifier for cfg.
@@ -142,38 +158,74 @@ func (v *Verifier) idVerifier(ctx context.Context) (*oidc.IDTokenVerifier, error
 	return v.verifier, nil
 }
 
-// Verify checks raw and returns its caller.
+// Verify checks raw and returns its caller. A token verified before is
+// answered from a cache until it expires.
 func (v *Verifier) Verify(ctx context.Context, raw string) (policy.Caller, error) {
+	sum := sha256.Sum256([]byte(raw))
+	now := time.Now()
+	v.seenMu.Lock()
+	st, ok := v.seen[sum]
+	v.seenMu.Unlock()
+	if ok && now.Before(st.validTo) && !now.Before(st.validFor) {
+		return st.caller, nil
+	}
+	c, validTo, validFor, err := v.verify(ctx, raw)
+	if err != nil {
+		return c, err
+	}
+	v.seenMu.Lock()
+	if v.seen == nil {
+		v.seen = map[[sha256.Size]byte]seenToken{}
+	}
+	if len(v.seen) >= seenMax {
+		for k, e := range v.seen { // drop the expired
+			if !now.Before(e.validTo) {
+				delete(v.seen, k)
+			}
+		}
+		if len(v.seen) >= seenMax { // all current: start again (a cost, not an error)
+			clear(v.seen)
+		}
+	}
+	v.seen[sum] = seenToken{caller: c, validTo: validTo, validFor: validFor}
+	v.seenMu.Unlock()
+	return c, nil
+}
+
+// verify checks raw with the issuer's keys and returns its caller and the
+// window it is valid in, skew included.
+func (v *Verifier) verify(ctx context.Context, raw string) (_ policy.Caller, validTo, validFor time.Time, _ error) {
 	iv, err := v.idVerifier(ctx)
 	if err != nil {
-		return policy.Caller{}, err
+		return policy.Caller{}, time.Time{}, time.Time{}, err
 	}
 	tok, err := iv.Verify(ctx, raw)
 	if err != nil {
 		if isFetchFailure(err) {
-			return policy.Caller{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		return policy.Caller{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return policy.Caller{}, fmt.Errorf("%w: claims: %v", ErrInvalid, err)
+		return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: claims: %v", ErrInvalid, err)
 	}
 	now := time.Now()
 	if tok.Expiry.IsZero() {
-		return policy.Caller{}, fmt.Errorf("%w: no exp claim", ErrInvalid)
+		return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: no exp claim", ErrInvalid)
 	}
 	if now.After(tok.Expiry.Add(v.cfg.Skew)) {
-		return policy.Caller{}, fmt.Errorf("%w: expired at %s", ErrInvalid, tok.Expiry.UTC().Format(time.RFC3339))
+		return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: expired at %s", ErrInvalid, tok.Expiry.UTC().Format(time.RFC3339))
 	}
-	if nbf, ok := numericDate(claims["nbf"]); ok && now.Add(v.cfg.Skew).Before(nbf) {
-		return policy.Caller{}, fmt.Errorf("%w: not valid before %s", ErrInvalid, nbf.UTC().Format(time.RFC3339))
+	nbf, hasNBF := numericDate(claims["nbf"])
+	if hasNBF && now.Add(v.cfg.Skew).Before(nbf) {
+		return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: not valid before %s", ErrInvalid, nbf.UTC().Format(time.RFC3339))
 	}
 	principal, _ := claims[v.cfg.PrincipalClaim].(string)
 	if principal == "" || len(principal) > 256 {
-		return policy.Caller{}, fmt.Errorf("%w: no %q claim to name the caller", ErrInvalid, v.cfg.PrincipalClaim)
+		return policy.Caller{}, time.Time{}, time.Time{}, fmt.Errorf("%w: no %q claim to name the caller", ErrInvalid, v.cfg.PrincipalClaim)
 	}
-	return policy.Caller{Principal: principal, Grants: v.grants(claims)}, nil
+	return policy.Caller{Principal: principal, Grants: v.grants(claims)}, tok.Expiry.Add(v.cfg.Skew), nbf.Add(-v.cfg.Skew), nil
 }
 
 // grants reads the grants claim: a space-separated string or an array.

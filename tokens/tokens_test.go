@@ -71,3 +71,38 @@ func TestIssuerDown(t *testing.T) {
 	_, err = v.Verify(context.Background(), tok)
 	assert.True(t, errors.Is(err, tokens.ErrUnavailable), "%v", err)
 }
+
+// BenchmarkVerify is the cost of one token's verification once the key
+// set is cached: what an edge with --oidc-issuer adds to each call.
+func BenchmarkVerify(b *testing.B) {
+	is := oidctest.Start(b)
+	v, err := tokens.New(tokens.Config{Issuer: is.URL, Audience: "a2amesh", Algorithms: []string{"ES256"}})
+	require.NoError(b, err)
+	tok := is.Token(b, oidctest.Claims{"sub": "x", "aud": "a2amesh", "scope": "a2a.call"})
+	ctx := context.Background()
+	_, err = v.Verify(ctx, tok)
+	require.NoError(b, err)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A token verified once is answered from the cache, and refused once it
+// expires (the cache holds it only until exp plus the skew).
+func TestVerifiedTokenExpiresFromTheCache(t *testing.T) {
+	is := oidctest.Start(t)
+	v, err := tokens.New(tokens.Config{Issuer: is.URL, Audience: "a2amesh", Algorithms: []string{"ES256"}, Skew: 500 * time.Millisecond})
+	require.NoError(t, err)
+	tok := is.Token(t, oidctest.Claims{"sub": "x", "aud": "a2amesh", "exp": time.Now().Add(time.Second).Unix()})
+	ctx := context.Background()
+	_, err = v.Verify(ctx, tok)
+	require.NoError(t, err)
+	_, err = v.Verify(ctx, tok)
+	require.NoError(t, err, "from the cache")
+	time.Sleep(2 * time.Second)
+	_, err = v.Verify(ctx, tok)
+	assert.ErrorIs(t, err, tokens.ErrInvalid, "expired, cached or not")
+}
