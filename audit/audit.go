@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -288,8 +289,10 @@ func ParseSince(v string, now time.Time) (time.Time, error) {
 // MaxLimit bounds one read.
 const MaxLimit = 1000
 
-// Read returns the entries f selects, oldest first, and whether more
-// matched past Limit. keep, when not nil, filters further (the caller's
+// Read returns the entries f selects in the order they were stored, and
+// whether more matched past Limit. Entries are stored in batches, one
+// agent's per batch, so entries of different agents within the same
+// 100 ms may come in either order; each page is sorted by time. keep, when not nil, filters further (the caller's
 // rights). It reads with an ordered consumer, bounded by ctx.
 func Read(ctx context.Context, b *bus.Bus, f Filter, keep func(Entry) bool) ([]Entry, bool, error) {
 	if f.Limit <= 0 {
@@ -344,25 +347,31 @@ func Read(ctx context.Context, b *bus.Bus, f Filter, keep func(Entry) bool) ([]E
 					continue
 				}
 				if len(out) == f.Limit {
-					return out, true, nil
+					return byTime(out), true, nil
 				}
 				out = append(out, e)
 			}
 			if md.Sequence.Stream >= last {
-				return out, false, nil
+				return byTime(out), false, nil
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return out, false, err
 		}
 		if n == 0 {
-			return out, false, nil // nothing newer than the filter's start
+			return byTime(out), false, nil // nothing newer than the filter's start
 		}
 		if ctx.Err() != nil {
 			return out, false, ctx.Err()
 		}
 	}
 	return out, false, nil
+}
+
+// byTime sorts a page of entries by time, keeping stored order on ties.
+func byTime(es []Entry) []Entry {
+	sort.SliceStable(es, func(i, j int) bool { return es[i].Time.Before(es[j].Time) })
+	return es
 }
 
 func (f Filter) matches(e Entry) bool {

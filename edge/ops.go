@@ -269,7 +269,7 @@ type auditDoc struct {
 }
 
 // serveAudit answers GET /ops/v1/audit?since=&agent=&principal=&outcome=&method=&limit=:
-// the audit log's entries, oldest first, of the agents the access policy
+// the audit log's entries, in time order, of the agents the access policy
 // grants the caller audit on (entries of no agent, such as refused
 // credentials, to those it grants audit on every agent, "*"). Without a
 // policy nobody is named an auditor: 403 (a2amesh audit reads it

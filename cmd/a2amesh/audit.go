@@ -26,7 +26,7 @@ agent removal) and each denial (a credential refused, a call the access
 policy does not allow): who, from where, the binding, the method, the agent
 and task, the outcome and the trace id; never secrets, tokens or message
 content. This command reads them from NATS (the JetStream stream A2A_AUDIT),
-oldest first. Against a2amesh dev, start dev with --nats-listen and point
+in time order. Against a2amesh dev, start dev with --nats-listen and point
 --nats there. Edges also serve them to auditors at GET /ops/v1/audit.`
 
 func runAudit(ctx context.Context, args []string) error { return auditCmd(ctx, args, os.Stdout) }
