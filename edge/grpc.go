@@ -245,11 +245,7 @@ func (s *grpcService) admit(ctx context.Context, e *Edge) (context.Context, erro
 		principal = c.Principal
 		ctx = withCaller(ctx, c)
 	}
-	addr := ""
-	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
-		addr = pr.Addr.String()
-	}
-	if ok, wait := e.takeToken(limitKeyAddr(addr, principal)); !ok {
+	if ok, wait := e.takeToken(limitKeyAddr(peerAddr(ctx), principal)); !ok {
 		secs := max(1, int(math.Ceil(wait.Seconds())))
 		st := status.New(codes.ResourceExhausted, "Rate limit exceeded: retry after "+strconv.Itoa(secs)+"s")
 		if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)}); err == nil {
@@ -315,11 +311,7 @@ func (e *Edge) beginGRPC(ctx context.Context, svc, method string, req any) (cont
 	)
 	c := &call{span: span, version: a2a.V10}
 	caller := callerFrom(ctx)
-	from := ""
-	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
-		from = pr.Addr.String()
-	}
-	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Binding: bindingGRPC, From: from, Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
+	c.sc = &service.Call{Principal: caller.Principal, Grants: caller.Grants, Binding: bindingGRPC, From: peerAddr(ctx), Version: a2a.V10, Extensions: grpcRequestedExtensions(md),
 		Log: e.log.With("method", method, "binding", "grpc"), OnAgent: c.traced, OnTask: c.taskTraced}
 	return service.WithCall(ctx, c.sc), c
 }
