@@ -142,11 +142,24 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		}
 		c, cancel := context.WithTimeout(ctx, min(beatAttempt, max(e.TTL/3, 100*time.Millisecond)))
 		defer cancel()
-		// Edges hear the notice at once on core NATS, whatever becomes of
-		// the bucket writes: they wait, then fail, while a bucket's stream
-		// elects a leader or has no quorum. A listed instance makes its
-		// agent routable (Routable) before the agent's record below lands;
-		// a worker stopped before that writes the record on its way out.
+		// Edges hear the notice on core NATS whatever becomes of the
+		// bucket writes, which wait, then fail, while a bucket's stream
+		// elects a leader or has no quorum. Until the instance's writes
+		// first landed, the notice waits for them for at most firstWrite:
+		// an instance an edge lists then has its agent's record and its
+		// entry in the buckets (a worker that crashes at once leaves its
+		// agent known), unless the buckets are electing. After that the
+		// notice goes first.
+		if !rec.written() {
+			fc, fcancel := context.WithTimeout(c, firstWrite)
+			recErr := rec.record(fc, e)
+			_, err = kv.Put(fc, key(e.Agent, e.Instance), data)
+			fcancel()
+			if recErr == nil && err == nil {
+				announce(b, e, false)
+				return nil
+			}
+		}
 		announce(b, e, false)
 		recErr := rec.record(c, e)
 		if _, err = kv.Put(c, key(e.Agent, e.Instance), data); err != nil {
@@ -205,6 +218,10 @@ func PublishCards(ctx context.Context, b *bus.Bus, e Entry, cards func() (a2a.Ag
 		timer.Reset(d)
 	}
 }
+
+// firstWrite bounds how long an instance's first notice waits for its
+// first bucket writes (PublishCards).
+const firstWrite = 500 * time.Millisecond
 
 // Table tuning.
 const (
